@@ -1,0 +1,237 @@
+"""The Engine: at every event, runs the matching algorithms and then the callbacks."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from composer.core.algorithm import Algorithm
+from composer.core.callback import Callback
+from composer.core.event import Event
+from composer.core.passes import order_algorithms
+
+if TYPE_CHECKING:
+    from composer.core.logging.logger import Logger
+    from composer.core.state import State
+
+__all__ = ["Engine", "Trace", "Traces"]
+
+log = logging.getLogger(__name__)
+
+_ARG_NAMES = ("event", "state", "logger")
+
+
+@dataclass
+class Trace:
+    """What one algorithm did at one event.
+
+    Attributes:
+        name (str): The algorithm's class name.
+        event (Event): The event.
+        exit_code (int | None): What ``apply`` returned.
+        order (int): Its position among the algorithms that ran at this event.
+        run (bool): Whether ``apply`` ran (always True: only algorithms that matched are traced).
+    """
+
+    name: str
+    event: Event
+    exit_code: int | None = None
+    order: int = 0
+    run: bool = True
+
+
+Traces = dict[str, Trace]
+"""Traces keyed ``"<AlgorithmClass>/<EVENT_NAME>"``."""
+
+_Bound = Callable[[Event, "State", "Logger"], Any]
+
+
+def _bind(method: Callable[..., Any], abstract_order: tuple[str, ...]) -> _Bound:
+    """Adapts ``method`` to be called as ``f(event, state, logger)``, binding its parameters by name.
+
+    Parameters named ``event``, ``state`` and ``logger`` receive those values wherever they stand; a method whose
+    parameters have other names receives them positionally in the base class's order (``abstract_order``).
+    """
+    params = [
+        p
+        for p in inspect.signature(method).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+    names = tuple(p.name for p in params)
+    takes_varargs = any(
+        p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in inspect.signature(method).parameters.values()
+    )
+    by_name = bool(names) and all(n in _ARG_NAMES for n in names) and all(p.kind != p.POSITIONAL_ONLY for p in params)
+    if by_name:
+        if names == ("event", "state"):
+            return lambda e, s, lg: method(e, s)
+        if names == ("event", "state", "logger"):
+            return method
+        index = tuple(_ARG_NAMES.index(n) for n in names)
+        return lambda e, s, lg: method(**{n: (e, s, lg)[i] for n, i in zip(names, index)})
+    count = len(abstract_order) if takes_varargs else min(len(names), len(abstract_order))
+    positions = tuple(_ARG_NAMES.index(n) for n in abstract_order[:count])
+    return lambda e, s, lg: method(*((e, s, lg)[i] for i in positions))
+
+
+class _Plan:
+    """The dispatch plan for one event, valid while the algorithm and callback lists are unchanged."""
+
+    __slots__ = ("algorithms", "callbacks", "calls", "ordered")
+
+    def __init__(
+        self,
+        algorithms: tuple[Algorithm, ...],
+        callbacks: tuple[Callback, ...],
+        ordered: list[tuple[Algorithm, _Bound, _Bound]],
+        calls: list[Callable[..., Any]],
+    ) -> None:
+        self.algorithms = algorithms
+        self.callbacks = callbacks
+        self.ordered = ordered
+        self.calls = calls
+
+
+class Engine:
+    """Runs algorithms and callbacks at each :class:`~composer.core.event.Event`.
+
+    At every event the engine asks each algorithm whether it :meth:`~Algorithm.match`-es, applies those that do in
+    the order of :func:`~composer.core.passes.order_algorithms`, then runs every callback. At ``INIT`` the callbacks
+    run first, so loggers exist before algorithms log. What to call at each event is worked out once and reused
+    until ``state.algorithms`` or ``state.callbacks`` change, so events nobody listens to cost next to nothing.
+
+    An exception raised by an algorithm or callback propagates with a note naming who raised it at which event.
+    :meth:`close` runs every callback's ``close`` and then ``post_close``; it is idempotent and the Trainer calls it
+    even when training raises.
+
+    Args:
+        state (State): The training state; its ``algorithms`` and ``callbacks`` are read at every event.
+        logger (Logger, optional): Handed to algorithms and callbacks. Defaults to a logger with no destinations.
+
+    Attributes:
+        traces (Traces): The latest :class:`Trace` of each algorithm at each event, over the whole run.
+    """
+
+    def __init__(self, state: State, logger: Logger | None = None) -> None:
+        if logger is None:
+            from composer.core.logging.logger import Logger
+
+            logger = Logger(state)
+        self.state = state
+        self.logger = logger
+        self.traces: Traces = {}
+        self._plans: dict[Event, _Plan] = {}
+        self._bound: dict[int, tuple[Algorithm, _Bound, _Bound]] = {}
+        self._closed = False
+
+    def run_event(self, event: Event | str) -> Traces:
+        """Runs the algorithms and callbacks for ``event``.
+
+        Args:
+            event (Event | str): The event, or its name or value.
+
+        Returns:
+            Traces: The traces of the algorithms that ran at this event.
+        """
+        event = Event(event)
+        state = self.state
+        plan = self._plans.get(event)
+        if (
+            plan is None
+            or len(plan.algorithms) != len(state.algorithms)
+            or len(plan.callbacks) != len(state.callbacks)
+            or plan.algorithms != tuple(state.algorithms)
+            or plan.callbacks != tuple(state.callbacks)
+        ):
+            plan = self._make_plan(event, state.algorithms, state.callbacks)
+            self._plans[event] = plan
+        logger = self.logger
+        if event is Event.INIT:
+            self._run_callbacks(plan, event)
+            traces = self._run_algorithms(plan, event, state, logger)
+        else:
+            traces = self._run_algorithms(plan, event, state, logger) if plan.ordered else {}
+            if plan.calls:
+                self._run_callbacks(plan, event)
+        return traces
+
+    def _run_algorithms(self, plan: _Plan, event: Event, state: State, logger: Logger) -> Traces:
+        traces: Traces = {}
+        for algorithm, match, apply in plan.ordered:
+            try:
+                if not match(event, state, logger):
+                    continue
+                exit_code = apply(event, state, logger)
+            except Exception as e:
+                e.add_note(f"Raised by algorithm {type(algorithm).__name__} at Event.{event.name}.")
+                raise
+            name = type(algorithm).__name__
+            trace = Trace(name=name, event=event, exit_code=exit_code, order=len(traces))
+            traces[f"{name}/{event.name}"] = trace
+        if traces:
+            self.traces.update(traces)
+        return traces
+
+    def _run_callbacks(self, plan: _Plan, event: Event) -> None:
+        state, logger = self.state, self.logger
+        for call in plan.calls:
+            try:
+                call(state, logger)
+            except Exception as e:
+                owner = getattr(call, "__self__", None)
+                e.add_note(f"Raised by callback {type(owner).__name__} at Event.{event.name}.")
+                raise
+
+    def _make_plan(self, event: Event, algorithms: Sequence[Algorithm], callbacks: Sequence[Callback]) -> _Plan:
+        ordered = [self._bind_algorithm(a) for a in order_algorithms(algorithms, event)]
+        calls: list[Callable[..., Any]] = []
+        for callback in callbacks:
+            cls = type(callback)
+            if cls.run_event is not Callback.run_event:
+                calls.append(lambda s, lg, cb=callback: cb.run_event(event, s, lg))
+            elif getattr(cls, event.value) is not getattr(Callback, event.value):
+                calls.append(getattr(callback, event.value))
+        return _Plan(tuple(algorithms), tuple(callbacks), ordered, calls)
+
+    def _bind_algorithm(self, algorithm: Algorithm) -> tuple[Algorithm, _Bound, _Bound]:
+        # Signatures are inspected once per algorithm object (kept alive here, so ids stay unique).
+        bound = self._bound.get(id(algorithm))
+        if bound is None or bound[0] is not algorithm:
+            bound = (
+                algorithm,
+                _bind(algorithm.match, ("event", "state")),
+                _bind(algorithm.apply, ("event", "state", "logger")),
+            )
+            self._bound[id(algorithm)] = bound
+        return bound
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has run."""
+        return self._closed
+
+    def close(self) -> None:
+        """Runs ``close(state, logger)`` on every callback, then ``post_close()`` on those whose close succeeded.
+
+        Errors are logged, not raised, so one failing callback does not keep the others from closing. Calling it
+        again does nothing.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        closed: list[Callback] = []
+        for callback in self.state.callbacks:
+            try:
+                callback.close(self.state, self.logger)
+            except Exception:
+                log.exception("Callback %s raised in close(); skipping its post_close().", type(callback).__name__)
+            else:
+                closed.append(callback)
+        for callback in closed:
+            try:
+                callback.post_close()
+            except Exception:
+                log.exception("Callback %s raised in post_close().", type(callback).__name__)

@@ -1,0 +1,386 @@
+"""State: everything the training loop reads and changes."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from composer.core.precision import Precision
+from composer.core.serializable import Serializable
+from composer.core.time import Time, Timer, TimeUnit
+
+if TYPE_CHECKING:
+    from composer.core.algorithm import Algorithm
+    from composer.core.callback import Callback
+    from composer.core.evaluator import Evaluator
+
+__all__ = ["State"]
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return [value]
+
+
+class State(Serializable):
+    """The training state: the model, optimizers, time, the current batch and its results, and who runs on it.
+
+    Algorithms change it; callbacks read it (and may only end the run, through :meth:`stop_training`). The Trainer
+    builds it; tests and custom loops may build one directly.
+
+    Args:
+        model (torch.nn.Module): The model.
+        max_duration (str | Time | int): How long to train: ``'90ep'``, ``'500ba'``, ``'2048tok'``, ... (an int
+            means epochs). Not ``'dur'`` (that unit is a fraction of this value).
+        rank_zero_seed (int): The run's seed; each process seeds with ``rank_zero_seed + rank``.
+        train_dataloader (Iterable, optional): The training data (a DataLoader or any iterable of batches).
+        steps_per_epoch (int, optional): Batches per epoch; default ``len(train_dataloader)`` when it has a length.
+        evaluators (Sequence[Evaluator]): Evaluation sets.
+        grad_accum (int): Microbatches per batch.
+        precision (str | Precision): ``'fp32'``, ``'amp'`` or ``'bf16'``.
+        optimizers (torch.optim.Optimizer | Sequence, optional): The optimizer(s).
+        schedulers (Any | Sequence, optional): Learning-rate schedulers (torch schedulers), stepped by the trainer.
+        algorithms (Sequence[Algorithm]): The algorithms, in order.
+        callbacks (Sequence[Callback]): The callbacks (logger destinations first), in order.
+        device (torch.device | str, optional): Where training runs. Default: CPU.
+
+    Attributes:
+        timer (Timer): Epochs, batches, samples and tokens seen so far.
+        batch (Any): The current batch (the full batch at ``AFTER_DATALOADER`` and ``BATCH_START``, the current
+            microbatch between ``BEFORE_FORWARD`` and ``AFTER_BACKWARD``, the full batch again afterwards).
+        batch_num_samples (int): Samples in ``batch``.
+        batch_num_tokens (int): Tokens in ``batch`` (0 when the data has no token count).
+        outputs (Any): The model's outputs for the current (micro)batch.
+        loss (Any): The loss: per microbatch during the microbatch loop, then the sample-weighted mean.
+        rng (torch.Generator): Seeded from ``seed``; algorithms draw their randomness from it. Saved in checkpoints.
+        scaler (torch.amp.GradScaler | None): The gradient scaler with ``precision='amp'``.
+        train_metrics (dict): Training metrics by name.
+        eval_metrics (dict): Evaluation metrics: evaluator label -> metric name -> metric.
+        dataloader (Iterable | None): The loader being iterated now (training or evaluation).
+        dataloader_label (str | None): ``'train'`` or the evaluator's label.
+        stop_reason (str | None): Why :meth:`stop_training` was called.
+
+    Example:
+        >>> import torch
+        >>> state = State(model=torch.nn.Linear(2, 2), max_duration="10ep", steps_per_epoch=4)
+        >>> state.max_epochs
+        10
+        >>> state.max_epochs /= 4  # 2.5 epochs is a batch budget
+        >>> state.max_duration
+        Time(10, TimeUnit.BATCH)
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        max_duration: str | Time[Any] | int,
+        *,
+        rank_zero_seed: int = 0,
+        train_dataloader: Iterable[Any] | None = None,
+        steps_per_epoch: int | None = None,
+        evaluators: Sequence[Evaluator] = (),
+        grad_accum: int = 1,
+        precision: str | Precision = Precision.FP32,
+        optimizers: torch.optim.Optimizer | Sequence[torch.optim.Optimizer] | None = None,
+        schedulers: Any = None,
+        algorithms: Sequence[Algorithm] = (),
+        callbacks: Sequence[Callback] = (),
+        device: torch.device | str | None = None,
+    ) -> None:
+        self.model = model
+        self.timer = Timer()
+        self.train_dataloader = train_dataloader
+        self._steps_per_epoch = steps_per_epoch
+        self.max_duration = max_duration
+        self.rank_zero_seed = rank_zero_seed
+        self.evaluators: list[Evaluator] = list(evaluators)
+        self.grad_accum = grad_accum
+        self._precision = Precision(precision)
+        self._optimizers: list[torch.optim.Optimizer] = _as_list(optimizers)
+        self._schedulers: list[Any] = _as_list(schedulers)
+        self._algorithms: list[Algorithm] = list(algorithms)
+        self._callbacks: list[Callback] = list(callbacks)
+        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        self.rng = torch.Generator()
+        self.rng.manual_seed(self.seed)
+        self.scaler: Any = None
+        self.batch: Any = None
+        self.batch_num_samples = 0
+        self.batch_num_tokens = 0
+        self.outputs: Any = None
+        self.loss: Any = None
+        self.train_metrics: dict[str, Any] = {}
+        self.eval_metrics: dict[str, dict[str, Any]] = {}
+        self.dataloader: Iterable[Any] | None = None
+        self.dataloader_label: str | None = None
+        self.stop_reason: str | None = None
+
+    # ---- time and duration -------------------------------------------------------------------------------------
+
+    @property
+    def max_duration(self) -> Time[int]:
+        """How long to train, as a :class:`Time` in ep, ba, sp or tok (settable from a string, int or Time)."""
+        return self._max_duration
+
+    @max_duration.setter
+    def max_duration(self, value: str | Time[Any] | int) -> None:
+        duration = Time.from_input(value, default_unit=TimeUnit.EPOCH)
+        if duration.unit == TimeUnit.DURATION:
+            raise ValueError(
+                f"max_duration={value!r} is a fraction of the run, which needs a run length to refer to; "
+                "give max_duration in 'ep', 'ba', 'sp' or 'tok' (for example '10ep')."
+            )
+        if duration.value <= 0:
+            raise ValueError(f"max_duration={value!r} must be positive; for example '10ep' or '500ba'.")
+        self._max_duration: Time[int] = duration
+
+    @property
+    def steps_per_epoch(self) -> int | None:
+        """Batches per epoch: the explicit value, else ``len(train_dataloader)``, else None (unknown)."""
+        if self._steps_per_epoch is not None:
+            return self._steps_per_epoch
+        try:
+            return len(self.train_dataloader)  # type: ignore[arg-type]
+        except TypeError:
+            return None
+
+    @steps_per_epoch.setter
+    def steps_per_epoch(self, value: int | None) -> None:
+        if value is not None and value <= 0:
+            raise ValueError(f"steps_per_epoch={value!r} must be a positive number of batches, or None.")
+        self._steps_per_epoch = value
+
+    @property
+    def max_epochs(self) -> int | float:
+        """``max_duration`` in epochs. Setting it replaces ``max_duration``: a whole number of epochs stays an epoch
+        budget, a fractional one becomes the equivalent number of batches (which needs ``steps_per_epoch``)."""
+        duration = self._max_duration
+        if duration.unit == TimeUnit.EPOCH:
+            return duration.value
+        spe = self.steps_per_epoch
+        if duration.unit == TimeUnit.BATCH and spe:
+            return duration.value / spe
+        raise ValueError(
+            f"max_duration={duration} cannot be expressed in epochs"
+            + (" without the number of batches per epoch" if duration.unit == TimeUnit.BATCH else "")
+            + "; read state.max_duration instead."
+        )
+
+    @max_epochs.setter
+    def max_epochs(self, value: float) -> None:
+        if not value > 0 or math.isinf(value):
+            raise ValueError(f"max_epochs={value!r} must be a positive, finite number of epochs.")
+        if float(value).is_integer():
+            self._max_duration = Time(int(value), TimeUnit.EPOCH)
+            return
+        spe = self.steps_per_epoch
+        if not spe:
+            raise ValueError(
+                f"max_epochs={value!r} is fractional, which needs the number of batches per epoch; the training "
+                "dataloader has no length. Set a whole number of epochs, or set state.max_duration in batches."
+            )
+        self._max_duration = Time(max(1, round(value * spe)), TimeUnit.BATCH)
+
+    def get_elapsed_duration(self) -> Time[float]:
+        """The fraction of the run done so far, as a ``'dur'`` :class:`Time`.
+
+        It advances per batch whenever the loader has a length, even with an epoch budget.
+        """
+        duration = self._max_duration
+        spe = self.steps_per_epoch
+        if duration.unit == TimeUnit.EPOCH and spe:
+            fraction = self.timer.batch.value / (duration.value * spe)
+        else:
+            fraction = self.timer.get(duration.unit).value / duration.value
+        return Time(float(fraction), TimeUnit.DURATION)
+
+    @property
+    def epoch(self) -> int:
+        """The current epoch (0-based), ``int(state.timer.epoch)``."""
+        return self.timer.epoch.value
+
+    @property
+    def world_size(self) -> int:
+        """The number of processes training together (1 without torch.distributed)."""
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            return torch.distributed.get_world_size()
+        return 1
+
+    @property
+    def rank(self) -> int:
+        """This process's global rank (0 without torch.distributed)."""
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            return torch.distributed.get_rank()
+        return 0
+
+    @property
+    def seed(self) -> int:
+        """This process's seed: ``rank_zero_seed + rank``."""
+        return self.rank_zero_seed + self.rank
+
+    # ---- stopping ----------------------------------------------------------------------------------------------
+
+    def stop_training(self, reason: str = "stop_training() called") -> None:
+        """Ends the run once the current batch completes (the one way a callback may change the run).
+
+        ``BATCH_END``, ``BATCH_CHECKPOINT``, ``EPOCH_END``, ``EPOCH_CHECKPOINT``, a due evaluation, the final
+        checkpoint and ``FIT_END`` still happen.
+
+        Args:
+            reason (str): Why, for the logs and ``state.stop_reason``.
+        """
+        self.stop_reason = reason
+
+    @property
+    def stop_requested(self) -> bool:
+        """Whether :meth:`stop_training` was called."""
+        return self.stop_reason is not None
+
+    # ---- collections whose identity others hold on to ----------------------------------------------------------
+
+    @property
+    def optimizers(self) -> list[torch.optim.Optimizer]:
+        """The optimizers; assigning replaces the contents of the same list."""
+        return self._optimizers
+
+    @optimizers.setter
+    def optimizers(self, value: torch.optim.Optimizer | Sequence[torch.optim.Optimizer] | None) -> None:
+        self._optimizers[:] = _as_list(value)
+
+    @property
+    def schedulers(self) -> list[Any]:
+        """The learning-rate schedulers the trainer steps; assigning replaces the contents of the same list."""
+        return self._schedulers
+
+    @schedulers.setter
+    def schedulers(self, value: Any) -> None:
+        self._schedulers[:] = _as_list(value)
+
+    @property
+    def algorithms(self) -> list[Algorithm]:
+        """The algorithms; assigning replaces the contents of the same list."""
+        return self._algorithms
+
+    @algorithms.setter
+    def algorithms(self, value: Sequence[Algorithm]) -> None:
+        self._algorithms[:] = list(value)
+
+    @property
+    def callbacks(self) -> list[Callback]:
+        """The callbacks (logger destinations first); assigning replaces the contents of the same list."""
+        return self._callbacks
+
+    @callbacks.setter
+    def callbacks(self, value: Sequence[Callback]) -> None:
+        self._callbacks[:] = list(value)
+
+    @property
+    def precision(self) -> Precision:
+        """The training precision (settable from a string)."""
+        return self._precision
+
+    @precision.setter
+    def precision(self, value: str | Precision) -> None:
+        self._precision = Precision(value)
+
+    # ---- typed views of the batch ------------------------------------------------------------------------------
+
+    @property
+    def batch_pair(self) -> tuple[Any, Any]:
+        """The batch as an ``(inputs, targets)`` pair; TypeError if it is not a 2-element sequence."""
+        batch = self.batch
+        if not isinstance(batch, (tuple, list)) or len(batch) != 2:
+            raise TypeError(
+                f"state.batch is a {type(batch).__name__}, not an (inputs, targets) pair; "
+                "this method needs a dataloader that yields 2-element tuples or lists."
+            )
+        return batch[0], batch[1]
+
+    @batch_pair.setter
+    def batch_pair(self, value: tuple[Any, Any]) -> None:
+        self.batch = type(self.batch)(value) if isinstance(self.batch, list) else tuple(value)
+
+    @property
+    def batch_dict(self) -> Mapping[str, Any]:
+        """The batch as a mapping; TypeError if it is not one."""
+        if not isinstance(self.batch, Mapping):
+            raise TypeError(
+                f"state.batch is a {type(self.batch).__name__}, not a mapping; this method needs a dataloader that "
+                "yields dicts (for example {'input_ids': ..., 'labels': ...})."
+            )
+        return self.batch
+
+    # ---- serialization -----------------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume: model, optimizers, schedulers, algorithms, callbacks, timer, seed, RNG."""
+        return {
+            "model": self.model.state_dict(),
+            "optimizers": [opt.state_dict() for opt in self._optimizers],
+            "schedulers": [s.state_dict() for s in self._schedulers if hasattr(s, "state_dict")],
+            "algorithms": [_named_state(a) for a in self._algorithms],
+            "callbacks": [_named_state(c) for c in self._callbacks],
+            "timer": self.timer.state_dict(),
+            "max_duration": str(self._max_duration),
+            "grad_accum": self.grad_accum,
+            "rank_zero_seed": self.rank_zero_seed,
+            "rng": self.rng.get_state(),
+            "scaler": self.scaler.state_dict() if self.scaler is not None else None,
+        }
+
+    def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> None:
+        """Restores what :meth:`state_dict` saved.
+
+        Algorithms and callbacks are matched by position and class name; a mismatch raises ValueError naming both.
+
+        Args:
+            state (dict): A state dict from :meth:`state_dict`.
+            strict (bool): Whether the model's keys must match exactly.
+        """
+        self.model.load_state_dict(state["model"], strict=strict)
+        _load_list("optimizers", self._optimizers, state.get("optimizers", []))
+        stateful = [s for s in self._schedulers if hasattr(s, "load_state_dict")]
+        _load_list("schedulers", stateful, state.get("schedulers", []))
+        _load_named("algorithms", self._algorithms, state.get("algorithms", []))
+        _load_named("callbacks", self._callbacks, state.get("callbacks", []))
+        self.timer.load_state_dict(state["timer"])
+        if "max_duration" in state:
+            self.max_duration = state["max_duration"]
+        self.grad_accum = state.get("grad_accum", self.grad_accum)
+        self.rank_zero_seed = state["rank_zero_seed"]
+        if "rng" in state:
+            self.rng.set_state(state["rng"])
+        if state.get("scaler") is not None and self.scaler is not None:
+            self.scaler.load_state_dict(state["scaler"])
+
+
+def _named_state(obj: Any) -> dict[str, Any]:
+    return {"class": type(obj).__qualname__, "state": obj.state_dict()}
+
+
+def _load_list(what: str, objects: Sequence[Any], states: Sequence[dict[str, Any]]) -> None:
+    if len(objects) != len(states):
+        raise ValueError(
+            f"The checkpoint has {len(states)} {what} but this run has {len(objects)}; "
+            f"configure the same {what} as the run that saved it."
+        )
+    for obj, saved in zip(objects, states):
+        obj.load_state_dict(saved)
+
+
+def _load_named(what: str, objects: Sequence[Any], states: Sequence[dict[str, Any]]) -> None:
+    saved_names = [s["class"] for s in states]
+    names = [type(o).__qualname__ for o in objects]
+    if saved_names != names:
+        raise ValueError(
+            f"The checkpoint's {what} are {saved_names} but this run has {names}; pass the same {what} in the same "
+            "order as the run that saved it."
+        )
+    for obj, saved in zip(objects, states):
+        obj.load_state_dict(saved["state"])

@@ -1,0 +1,88 @@
+"""Optimizers, their configs, and stateless learning-rate schedules.
+
+* :mod:`~composer.optim.scheduler`: scheduler functions ``(state, *, ssr) -> multiplier``, :func:`compile` to turn
+  them into a torch ``LambdaLR``, their configs and the ``SCHEDULERS`` registry.
+* :mod:`~composer.optim.decoupled_weight_decay`: :class:`DecoupledSGDW` and :class:`DecoupledAdamW`.
+* :mod:`~composer.optim.optimizer_hparams`: optimizer configs and the ``OPTIMIZERS`` registry.
+"""
+
+from composer.optim.decoupled_weight_decay import DecoupledAdamW, DecoupledSGDW
+from composer.optim.optimizer_hparams import (
+    OPTIMIZERS,
+    AdamHparams,
+    AdamWHparams,
+    DecoupledAdamWHparams,
+    DecoupledSGDWHparams,
+    OptimizerHparams,
+    RMSpropHparams,
+    SGDHparams,
+)
+from composer.optim.scheduler import (
+    SCHEDULERS,
+    ComposerScheduler,
+    ComposerSchedulerFn,
+    ConstantLRHparams,
+    CosineAnnealingLRHparams,
+    CosineAnnealingWarmRestartsHparams,
+    CosineAnnealingWithWarmupLRHparams,
+    ExponentialLRHparams,
+    LinearLRHparams,
+    LinearWithWarmupLRHparams,
+    MultiStepLRHparams,
+    MultiStepWithWarmupLRHparams,
+    PolynomialLRHparams,
+    SchedulerHparams,
+    StepLRHparams,
+    compile,
+    constant_scheduler,
+    cosine_annealing_scheduler,
+    cosine_annealing_warm_restarts_scheduler,
+    cosine_annealing_with_warmup_scheduler,
+    exponential_scheduler,
+    linear_scheduler,
+    linear_with_warmup_scheduler,
+    multi_step_scheduler,
+    multi_step_with_warmup_scheduler,
+    polynomial_scheduler,
+    step_scheduler,
+)
+
+__all__ = [
+    "OPTIMIZERS",
+    "SCHEDULERS",
+    "AdamHparams",
+    "AdamWHparams",
+    "ComposerScheduler",
+    "ComposerSchedulerFn",
+    "ConstantLRHparams",
+    "CosineAnnealingLRHparams",
+    "CosineAnnealingWarmRestartsHparams",
+    "CosineAnnealingWithWarmupLRHparams",
+    "DecoupledAdamW",
+    "DecoupledAdamWHparams",
+    "DecoupledSGDW",
+    "DecoupledSGDWHparams",
+    "ExponentialLRHparams",
+    "LinearLRHparams",
+    "LinearWithWarmupLRHparams",
+    "MultiStepLRHparams",
+    "MultiStepWithWarmupLRHparams",
+    "OptimizerHparams",
+    "PolynomialLRHparams",
+    "RMSpropHparams",
+    "SGDHparams",
+    "SchedulerHparams",
+    "StepLRHparams",
+    "compile",
+    "constant_scheduler",
+    "cosine_annealing_scheduler",
+    "cosine_annealing_warm_restarts_scheduler",
+    "cosine_annealing_with_warmup_scheduler",
+    "exponential_scheduler",
+    "linear_scheduler",
+    "linear_with_warmup_scheduler",
+    "multi_step_scheduler",
+    "multi_step_with_warmup_scheduler",
+    "polynomial_scheduler",
+    "step_scheduler",
+]

@@ -1,0 +1,215 @@
+"""Config classes for the optimizers, and the ``OPTIMIZERS`` registry that YAML files name them by.
+
+Example:
+    >>> import torch
+    >>> config = OPTIMIZERS["decoupled_sgdw"].from_dict({"lr": 0.1, "momentum": 0.9, "weight_decay": 5e-4})
+    >>> optimizer = config.initialize_object(torch.nn.Linear(2, 1).parameters())
+    >>> type(optimizer).__name__, optimizer.defaults["momentum"]
+    ('DecoupledSGDW', 0.9)
+"""
+
+from __future__ import annotations
+
+import abc
+
+import torch
+from torch.optim.optimizer import ParamsT
+
+from composer.core.hparams import Hparams, hparams
+from composer.optim.decoupled_weight_decay import DecoupledAdamW, DecoupledSGDW
+
+__all__ = [
+    "OPTIMIZERS",
+    "AdamHparams",
+    "AdamWHparams",
+    "DecoupledAdamWHparams",
+    "DecoupledSGDWHparams",
+    "OptimizerHparams",
+    "RMSpropHparams",
+    "SGDHparams",
+]
+
+
+def _check_non_negative(config: Hparams, *names: str) -> None:
+    for name in names:
+        value = getattr(config, name)
+        if value < 0:
+            raise ValueError(f"{name}={value!r} must be >= 0; set {name} to 0 or a positive number.")
+
+
+class OptimizerHparams(Hparams, abc.ABC):
+    """The base of the optimizer configs; :meth:`initialize_object` builds the optimizer over the given parameters."""
+
+    @abc.abstractmethod
+    def initialize_object(self, params: ParamsT) -> torch.optim.Optimizer:
+        """Builds the optimizer.
+
+        Args:
+            params: The parameters (or parameter groups) to optimize, e.g. ``model.parameters()``.
+        """
+
+
+@hparams
+class _SGDFields(OptimizerHparams):
+    """The fields SGD and DecoupledSGDW share."""
+
+    lr: float
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    dampening: float = 0.0
+    nesterov: bool = False
+
+    def validate(self) -> None:
+        """Checks that the numbers are non-negative and that Nesterov momentum is possible."""
+        _check_non_negative(self, "lr", "momentum", "weight_decay", "dampening")
+        if self.nesterov and (self.momentum <= 0 or self.dampening != 0):
+            raise ValueError(
+                f"nesterov=True needs momentum > 0 and dampening == 0 (got momentum={self.momentum!r}, "
+                f"dampening={self.dampening!r}); set a positive momentum and dampening=0, or nesterov=False."
+            )
+
+
+@hparams
+class _AdamFields(OptimizerHparams):
+    """The fields Adam, AdamW and DecoupledAdamW share (``weight_decay`` defaults differ, so it is redeclared)."""
+
+    lr: float = 1e-3
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    weight_decay: float = 0.0
+    amsgrad: bool = False
+
+    def validate(self) -> None:
+        """Checks that the numbers are non-negative and the betas lie in [0, 1)."""
+        _check_non_negative(self, "lr", "eps", "weight_decay")
+        if not all(0.0 <= beta < 1.0 for beta in self.betas):
+            raise ValueError(f"betas={self.betas!r} must be two numbers in [0, 1), for example (0.9, 0.999).")
+
+
+@hparams
+class SGDHparams(_SGDFields):
+    """Hyperparameters for :class:`torch.optim.SGD` (weight decay coupled as an L2 term in the gradient).
+
+    Args:
+        lr: Learning rate.
+        momentum: Momentum factor. Default = 0.0.
+        weight_decay: L2 penalty. Default = 0.0.
+        dampening: Dampening for momentum. Default = 0.0.
+        nesterov: Whether to use Nesterov momentum. Default = False.
+    """
+
+    def initialize_object(self, params: ParamsT) -> torch.optim.SGD:
+        """Builds the optimizer over ``params``."""
+        return torch.optim.SGD(params, **self.to_dict())
+
+
+@hparams
+class DecoupledSGDWHparams(_SGDFields):
+    """Hyperparameters for :class:`~composer.optim.decoupled_weight_decay.DecoupledSGDW`.
+
+    Args:
+        lr: Learning rate.
+        momentum: Momentum factor. Default = 0.0.
+        weight_decay: Decoupled weight decay per step at the initial learning rate. Default = 0.0.
+        dampening: Dampening for momentum. Default = 0.0.
+        nesterov: Whether to use Nesterov momentum. Default = False.
+    """
+
+    def initialize_object(self, params: ParamsT) -> DecoupledSGDW:
+        """Builds the optimizer over ``params``."""
+        return DecoupledSGDW(params, **self.to_dict())
+
+
+@hparams
+class AdamHparams(_AdamFields):
+    """Hyperparameters for :class:`torch.optim.Adam` (weight decay coupled as an L2 term in the gradient).
+
+    Args:
+        lr: Learning rate. Default = 1e-3.
+        betas: Decay rates of the moment estimates. Default = (0.9, 0.999).
+        eps: Added to the denominator for numerical stability. Default = 1e-8.
+        weight_decay: L2 penalty. Default = 0.0.
+        amsgrad: Whether to use the AMSGrad variant. Default = False.
+    """
+
+    def initialize_object(self, params: ParamsT) -> torch.optim.Adam:
+        """Builds the optimizer over ``params``."""
+        return torch.optim.Adam(params, **self.to_dict())
+
+
+@hparams
+class AdamWHparams(_AdamFields):
+    """Hyperparameters for :class:`torch.optim.AdamW` (decay ``lr * weight_decay`` per step).
+
+    Args:
+        lr: Learning rate. Default = 1e-3.
+        betas: Decay rates of the moment estimates. Default = (0.9, 0.999).
+        eps: Added to the denominator for numerical stability. Default = 1e-8.
+        weight_decay: Weight decay coefficient. Default = 1e-2.
+        amsgrad: Whether to use the AMSGrad variant. Default = False.
+    """
+
+    weight_decay: float = 1e-2
+
+    def initialize_object(self, params: ParamsT) -> torch.optim.AdamW:
+        """Builds the optimizer over ``params``."""
+        return torch.optim.AdamW(params, **self.to_dict())
+
+
+@hparams
+class DecoupledAdamWHparams(_AdamFields):
+    """Hyperparameters for :class:`~composer.optim.decoupled_weight_decay.DecoupledAdamW`.
+
+    Args:
+        lr: Learning rate. Default = 1e-3.
+        betas: Decay rates of the moment estimates. Default = (0.9, 0.999).
+        eps: Added to the denominator for numerical stability. Default = 1e-8.
+        weight_decay: Decoupled weight decay per step at the initial learning rate. Default = 1e-2.
+        amsgrad: Whether to use the AMSGrad variant. Default = False.
+    """
+
+    weight_decay: float = 1e-2
+
+    def initialize_object(self, params: ParamsT) -> DecoupledAdamW:
+        """Builds the optimizer over ``params``."""
+        return DecoupledAdamW(params, **self.to_dict())
+
+
+@hparams
+class RMSpropHparams(OptimizerHparams):
+    """Hyperparameters for :class:`torch.optim.RMSprop`.
+
+    Args:
+        lr: Learning rate.
+        alpha: Smoothing constant of the squared-gradient average. Default = 0.99.
+        eps: Added to the denominator for numerical stability. Default = 1e-8.
+        momentum: Momentum factor. Default = 0.0.
+        weight_decay: L2 penalty. Default = 0.0.
+        centered: Whether to normalise by the estimated variance of the gradient. Default = False.
+    """
+
+    lr: float
+    alpha: float = 0.99
+    eps: float = 1e-8
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    centered: bool = False
+
+    def validate(self) -> None:
+        """Checks that the numeric fields are non-negative."""
+        _check_non_negative(self, "lr", "alpha", "eps", "momentum", "weight_decay")
+
+    def initialize_object(self, params: ParamsT) -> torch.optim.RMSprop:
+        """Builds the optimizer over ``params``."""
+        return torch.optim.RMSprop(params, **self.to_dict())
+
+
+OPTIMIZERS: dict[str, type[OptimizerHparams]] = {
+    "sgd": SGDHparams,
+    "adam": AdamHparams,
+    "adamw": AdamWHparams,
+    "decoupled_sgdw": DecoupledSGDWHparams,
+    "decoupled_adamw": DecoupledAdamWHparams,
+    "rmsprop": RMSpropHparams,
+}
+"""Config key -> optimizer config class, for YAML files (``optimizer: {decoupled_sgdw: {lr: 0.1}}``)."""

@@ -1,0 +1,513 @@
+"""The Trainer: runs the loop that :class:`~composer.core.event.Event` documents, top to bottom, in one place."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import torch
+
+from composer.core.algorithm import Algorithm
+from composer.core.callback import Callback
+from composer.core.data_spec import DataSpec, ensure_data_spec
+from composer.core.engine import Engine
+from composer.core.evaluator import Evaluator
+from composer.core.event import Event
+from composer.core.logging.logger import Logger, LoggerDestination, LogLevel
+from composer.core.precision import Precision
+from composer.core.state import State
+from composer.core.time import Time, TimeUnit
+from composer.loggers.console import ConsoleLogger
+from composer.loggers.progress_bar import ProgressBarLogger
+from composer.models.base import ComposerModel
+from composer.trainer.devices import batch_to_device, resolve_device
+from composer.trainer.precision import make_grad_scaler, precision_context
+from composer.trainer.schedulers import TrainerSchedulers
+from composer.utils.module_surgery import update_optimizer_params
+from composer.utils.seeding import configure_deterministic_mode, new_seed, seed_all
+
+__all__ = ["Trainer"]
+
+log = logging.getLogger(__name__)
+
+
+def _sum_losses(loss: Any) -> torch.Tensor:
+    """One tensor to backpropagate from a loss that may be a tensor, or a sequence or mapping of tensors."""
+    if isinstance(loss, torch.Tensor):
+        return loss
+    parts = list(loss.values()) if isinstance(loss, dict) else list(loss)
+    return torch.stack([p.float() for p in parts]).sum()
+
+
+class Trainer:
+    """Trains a :class:`~composer.models.ComposerModel`, firing every :class:`~composer.core.event.Event` in order.
+
+    Args:
+        model (ComposerModel): The model (wrap a plain ``nn.Module`` classifier in ``ComposerClassifier``).
+        train_dataloader (Iterable | DataSpec): Training batches.
+        max_duration (str | Time | int): How long to train (``'10ep'``, ``'500ba'``, ``'1e6sp'``, ``'2048tok'``;
+            an int means epochs). Multiplied by ``scale_schedule_ratio``.
+        eval_dataloader (Iterable | DataSpec | Evaluator | Sequence, optional): Evaluation data; a plain loader
+            becomes ``Evaluator(label='eval', eval_interval=eval_interval)``.
+        algorithms (Sequence[Algorithm], optional): Speed-up methods, in order.
+        optimizers (torch.optim.Optimizer | Sequence, optional): Default: ``DecoupledSGDW(lr=0.1)``, built after
+            ``INIT`` (so it sees any model surgery). An optimizer built before ``INIT`` is updated after surgery.
+        schedulers (callable | torch LRScheduler | Sequence, optional): Composer scheduler functions (multiplied
+            together, called with ``ssr``, stepped every batch) and/or torch schedulers.
+        device (str | torch.device, optional): ``'cpu'``, ``'cuda'``; default: CUDA when available.
+        grad_accum (int): Split each batch into this many microbatches; the update equals the full batch's.
+        grad_clip_norm (float, optional): Clip the global gradient norm (after unscaling) to this value.
+        precision (str | Precision): ``'fp32'``, ``'amp'`` (fp16 with a gradient scaler) or ``'bf16'``.
+        scale_schedule_ratio (float): Train ``ratio x max_duration``; composer schedulers stretch to match.
+        step_schedulers_every_batch (bool): Step torch schedulers every batch (True) or every epoch.
+        eval_interval (str | Time | int): How often a plain eval loader runs (``'1ep'``, ``'100ba'``; int = epochs).
+        eval_subset_num_batches (int, optional): Evaluate on at most this many batches.
+        train_subset_num_batches (int, optional): Use at most this many batches per epoch.
+        seed (int, optional): Seeds torch, NumPy and Python; default: a fresh random seed (logged).
+        deterministic_mode (bool): Use deterministic kernels only.
+        loggers (Sequence[LoggerDestination], optional): Where logged values go.
+        callbacks (Sequence[Callback], optional): Observers of the loop, run after the loggers.
+        progress_bar (bool): Show a progress bar on standard error when it is a terminal.
+        log_to_console (bool): Print epoch-level metrics to standard error.
+
+    Example:
+        >>> trainer = Trainer(
+        ...     model=model,
+        ...     train_dataloader=train_dataloader,
+        ...     eval_dataloader=eval_dataloader,
+        ...     optimizers=optimizer,
+        ...     max_duration="2ep",
+        ... )
+        >>> trainer.fit()
+        >>> int(trainer.state.timer.epoch)
+        2
+        >>> trainer.close()
+    """
+
+    def __init__(
+        self,
+        *,
+        model: ComposerModel,
+        train_dataloader: Iterable[Any] | DataSpec,
+        max_duration: str | Time[Any] | int,
+        eval_dataloader: Any = None,
+        algorithms: Sequence[Algorithm] | None = None,
+        optimizers: torch.optim.Optimizer | Sequence[torch.optim.Optimizer] | None = None,
+        schedulers: Any = None,
+        device: str | torch.device | None = None,
+        grad_accum: int = 1,
+        grad_clip_norm: float | None = None,
+        precision: str | Precision = Precision.FP32,
+        scale_schedule_ratio: float = 1.0,
+        step_schedulers_every_batch: bool = True,
+        eval_interval: str | Time[Any] | int = 1,
+        eval_subset_num_batches: int | None = None,
+        train_subset_num_batches: int | None = None,
+        seed: int | None = None,
+        deterministic_mode: bool = False,
+        loggers: Sequence[LoggerDestination] | None = None,
+        callbacks: Sequence[Callback] | None = None,
+        progress_bar: bool = True,
+        log_to_console: bool = False,
+    ) -> None:
+        if not isinstance(model, ComposerModel):
+            raise TypeError(
+                f"model must be a ComposerModel, got {type(model).__name__}. Wrap a classifier with "
+                "composer.models.ComposerClassifier(module), or subclass ComposerModel (forward and loss)."
+            )
+        if not isinstance(grad_accum, int) or grad_accum < 1:
+            raise ValueError(f"grad_accum={grad_accum!r} must be a positive integer (microbatches per batch).")
+        if scale_schedule_ratio <= 0:
+            raise ValueError(f"scale_schedule_ratio={scale_schedule_ratio!r} must be positive (e.g. 0.5 or 2.0).")
+        if grad_clip_norm is not None and grad_clip_norm <= 0:
+            raise ValueError(f"grad_clip_norm={grad_clip_norm!r} must be positive, or None to disable clipping.")
+        precision = Precision(precision)
+        self.device = resolve_device(device)
+        if precision == Precision.BF16 and self.device.type == "cuda" and not torch.cuda.is_bf16_supported():
+            raise ValueError("precision='bf16' but this GPU does not support bfloat16; use 'amp' or 'fp32'.")
+
+        self.seed = new_seed() if seed is None else seed
+        if seed is None:
+            log.info("No seed given; using seed=%d.", self.seed)
+        seed_all(self.seed)
+        if deterministic_mode:
+            configure_deterministic_mode()
+
+        self._train_spec = self._check_train_data(ensure_data_spec(train_dataloader))
+        self.grad_clip_norm = grad_clip_norm
+        self.scale_schedule_ratio = scale_schedule_ratio
+        self._train_subset_num_batches = train_subset_num_batches
+        self._eval_subset_num_batches = eval_subset_num_batches
+
+        destinations: list[LoggerDestination] = []
+        if progress_bar:
+            destinations.append(ProgressBarLogger())
+        if log_to_console:
+            destinations.append(ConsoleLogger())
+        destinations.extend(loggers or [])
+
+        self.state = State(
+            model=model,
+            max_duration=_scaled(max_duration, scale_schedule_ratio),
+            rank_zero_seed=self.seed,
+            train_dataloader=self._train_spec.dataloader,
+            steps_per_epoch=self._steps_per_epoch(self._train_spec, train_subset_num_batches),
+            evaluators=self._make_evaluators(eval_dataloader, eval_interval, eval_subset_num_batches),
+            grad_accum=grad_accum,
+            precision=precision,
+            optimizers=optimizers,
+            algorithms=list(algorithms or []),
+            callbacks=[*destinations, *(callbacks or [])],
+            device=self.device,
+        )
+        self._model = model  # typed handle on state.model (which algorithms may not replace wholesale)
+        self.logger = Logger(self.state, destinations)
+        self.engine = Engine(self.state, self.logger)
+
+        params_before = dict(model.named_parameters())
+        self.engine.run_event(Event.INIT)
+        if optimizers is None:
+            from composer.optim.decoupled_weight_decay import DecoupledSGDW
+
+            self.state.optimizers = [DecoupledSGDW(model.parameters(), lr=0.1)]
+        else:
+            update_optimizer_params(self.state.optimizers, params_before, dict(model.named_parameters()))
+        model.to(self.device)
+        self._precision_context = precision_context(precision, self.device)
+        self.state.scaler = make_grad_scaler(precision, self.device)
+        self._schedulers = TrainerSchedulers(self.state, schedulers, scale_schedule_ratio, step_schedulers_every_batch)
+        self._create_graph = any(a.backwards_create_graph for a in self.state.algorithms)
+
+    # ---- construction helpers ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _check_train_data(spec: DataSpec) -> DataSpec:
+        try:
+            length = len(spec.dataloader)  # type: ignore[arg-type]
+        except TypeError:
+            return spec
+        if length == 0:
+            raise ValueError(
+                "train_dataloader is empty (len 0): check the dataset size, batch_size and drop_last, so that at "
+                "least one batch is produced."
+            )
+        return spec
+
+    @staticmethod
+    def _steps_per_epoch(spec: DataSpec, subset: int | None) -> int | None:
+        if subset is None:
+            return None
+        if subset <= 0:
+            raise ValueError(f"train_subset_num_batches={subset!r} must be a positive number of batches, or None.")
+        try:
+            return min(subset, len(spec.dataloader))  # type: ignore[arg-type]
+        except TypeError:
+            return subset
+
+    @staticmethod
+    def _make_evaluators(eval_dataloader: Any, interval: Any, subset: int | None) -> list[Evaluator]:
+        if eval_dataloader is None:
+            return []
+        items = eval_dataloader if isinstance(eval_dataloader, (list, tuple)) else [eval_dataloader]
+        evaluators = [
+            item
+            if isinstance(item, Evaluator)
+            else Evaluator(label="eval", dataloader=item, eval_interval=interval, subset_num_batches=subset)
+            for item in items
+        ]
+        labels = [e.label for e in evaluators]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"Evaluator labels must be unique, got {labels}; give each Evaluator its own label.")
+        return evaluators
+
+    # ---- training ----------------------------------------------------------------------------------------------
+
+    def fit(
+        self,
+        *,
+        train_dataloader: Iterable[Any] | DataSpec | None = None,
+        duration: str | Time[Any] | int | None = None,
+    ) -> None:
+        """Trains until ``max_duration`` (or for ``duration`` more), then returns; may be called again.
+
+        Args:
+            train_dataloader (Iterable | DataSpec, optional): Replace the training data from now on.
+            duration (str | Time | int, optional): Train this much longer than the time already trained
+                (``max_duration`` becomes now + duration).
+        """
+        state = self.state
+        if train_dataloader is not None:
+            self._train_spec = self._check_train_data(ensure_data_spec(train_dataloader))
+            state.train_dataloader = self._train_spec.dataloader
+            state.steps_per_epoch = self._steps_per_epoch(self._train_spec, self._train_subset_num_batches)
+        if duration is not None:
+            extra = Time.from_input(duration, default_unit=TimeUnit.EPOCH)
+            state.max_duration = state.timer.get(extra.unit) + extra
+        state.stop_reason = None
+        try:
+            self._fit_loop()
+        except BaseException:
+            self.close()
+            raise
+
+    def _run_over(self) -> bool:
+        state = self.state
+        duration = state.max_duration
+        return state.stop_reason is not None or state.timer.get(duration.unit).value >= duration.value
+
+    def _fit_loop(self) -> None:
+        state, engine = self.state, self.engine
+        engine.run_event(Event.FIT_START)
+        self.logger.metric_fit({"trainer/algorithms": [repr(a) for a in state.algorithms]})
+        while not self._run_over():
+            state.model.train()
+            resume_at = state.timer.batch_in_epoch.value
+            if resume_at == 0:
+                engine.run_event(Event.EPOCH_START)
+            num_batches = 0
+            for batch in itertools.islice(self._train_spec.dataloader, resume_at, state.steps_per_epoch):
+                num_batches += 1
+                self._train_batch(batch)
+                if self._run_over():
+                    break
+            if num_batches == 0 and resume_at == 0:
+                raise ValueError(
+                    "train_dataloader produced no batches this epoch; it must yield at least one batch per epoch "
+                    "(an exhausted iterator or generator cannot be reused: pass a DataLoader)."
+                )
+            state.timer.on_epoch_complete()
+            self._schedulers.step_epoch()
+            engine.run_event(Event.EPOCH_END)
+            self._eval_due(TimeUnit.EPOCH)
+            engine.run_event(Event.EPOCH_CHECKPOINT)
+        engine.run_event(Event.FIT_END)
+
+    def _train_batch(self, batch: Any) -> None:
+        state, engine, spec = self.state, self.engine, self._train_spec
+        if self.device.type != "cpu":
+            batch = batch_to_device(batch, self.device)
+        state.batch = spec.device_transforms(batch)
+        # Time advances by what the loader produced, before any algorithm resizes or drops samples.
+        num_samples = spec.get_num_samples_in_batch(state.batch)
+        num_tokens = spec.get_num_tokens_in_batch(state.batch)
+        if num_tokens is None:
+            if state.max_duration.unit == TimeUnit.TOKEN:
+                raise ValueError(
+                    f"max_duration={state.max_duration} counts tokens, but the training batches have no token "
+                    "count. Give dict batches with 'input_ids', or pass DataSpec(get_num_tokens_in_batch=...)."
+                )
+            num_tokens = 0
+        state.batch_num_samples, state.batch_num_tokens = num_samples, num_tokens
+        engine.run_event(Event.AFTER_DATALOADER)
+        engine.run_event(Event.BATCH_START)
+
+        loss = self._optimizer_step()
+        state.loss = loss
+        self.logger.metric_batch({"loss/train": loss})
+
+        state.timer.on_batch_complete(num_samples, num_tokens)
+        self._schedulers.step_batch()
+        engine.run_event(Event.BATCH_END)
+        self._eval_due(TimeUnit.BATCH)
+        engine.run_event(Event.BATCH_CHECKPOINT)
+
+    def _optimizer_step(self) -> torch.Tensor:
+        """Forward, loss and backward for the batch, then the update; returns the batch's loss."""
+        state = self.state
+        optimizers, scaler = state.optimizers, state.scaler
+        if scaler is None and len(optimizers) == 1:
+            # A closure lets optimizers that re-evaluate the loss (SAM, LBFGS) re-run the batch's events.
+            loss = optimizers[0].step(self._train_microbatches)  # type: ignore[arg-type]
+            return loss if isinstance(loss, torch.Tensor) else torch.as_tensor(state.loss)
+        batch_loss = self._train_microbatches()
+        for optimizer in optimizers:
+            if scaler is not None:
+                scaler.step(optimizer)  # skips the step when the gradients hold inf/NaN
+            else:
+                optimizer.step()
+        if scaler is not None:
+            scaler.update()
+        return batch_loss
+
+    def _train_microbatches(self) -> torch.Tensor:
+        """BEFORE_TRAIN_BATCH ... AFTER_TRAIN_BATCH: the gradient of the whole batch, as the sum over microbatches."""
+        state, engine = self.state, self.engine
+        model, scaler = self._model, state.scaler
+        engine.run_event(Event.BEFORE_TRAIN_BATCH)
+        for optimizer in state.optimizers:
+            optimizer.zero_grad(set_to_none=True)
+        full_batch, full_samples = state.batch, state.batch_num_samples
+        microbatches: Sequence[Any]
+        if state.grad_accum == 1:
+            microbatches = [full_batch]
+        else:
+            microbatches = self._train_spec.split_batch(full_batch, state.grad_accum)
+            full_samples = sum(self._train_spec.get_num_samples_in_batch(mb) for mb in microbatches)
+        total_loss: torch.Tensor | None = None
+        for microbatch in microbatches:
+            state.batch = microbatch
+            if len(microbatches) > 1:
+                state.batch_num_samples = self._train_spec.get_num_samples_in_batch(microbatch)
+            engine.run_event(Event.BEFORE_FORWARD)
+            with self._precision_context():
+                state.outputs = state.model(state.batch)
+            engine.run_event(Event.AFTER_FORWARD)
+            engine.run_event(Event.BEFORE_LOSS)
+            with self._precision_context():
+                state.loss = model.loss(state.outputs, state.batch)
+            if len(microbatches) > 1:
+                # Weight by sample count so uneven microbatches add up to the full batch's mean loss.
+                state.loss = _weighted(state.loss, state.batch_num_samples / full_samples)
+            engine.run_event(Event.AFTER_LOSS)
+            engine.run_event(Event.BEFORE_BACKWARD)
+            loss = _sum_losses(state.loss)
+            (scaler.scale(loss) if scaler is not None else loss).backward(create_graph=self._create_graph)
+            engine.run_event(Event.AFTER_BACKWARD)
+            loss = loss.detach()
+            total_loss = loss if total_loss is None else total_loss + loss
+        assert total_loss is not None
+        state.batch, state.batch_num_samples, state.loss = full_batch, full_samples, total_loss
+        if scaler is not None:
+            for optimizer in state.optimizers:
+                scaler.unscale_(optimizer)
+        if self.grad_clip_norm is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), self.grad_clip_norm)
+        engine.run_event(Event.AFTER_TRAIN_BATCH)
+        return total_loss
+
+    # ---- evaluation --------------------------------------------------------------------------------------------
+
+    def _eval_due(self, unit: TimeUnit) -> None:
+        timer = self.state.timer
+        for evaluator in self.state.evaluators:
+            interval = evaluator.eval_interval
+            if interval.unit == unit and timer.get(unit).value % interval.value == 0:
+                self._evaluate(evaluator, LogLevel.BATCH if unit == TimeUnit.BATCH else LogLevel.EPOCH)
+
+    def eval(self, eval_dataloader: Any = None, subset_num_batches: int | None = None) -> dict[str, float]:
+        """Evaluates now, outside training.
+
+        Args:
+            eval_dataloader (Iterable | DataSpec | Evaluator | Sequence, optional): What to evaluate on; default:
+                the Trainer's evaluators.
+            subset_num_batches (int, optional): At most this many batches per evaluator.
+
+        Returns:
+            dict[str, float]: ``'metrics/<label>/<name>'`` -> value.
+        """
+        evaluators = (
+            self.state.evaluators
+            if eval_dataloader is None
+            else self._make_evaluators(eval_dataloader, 1, subset_num_batches)
+        )
+        results: dict[str, float] = {}
+        for evaluator in evaluators:
+            results.update(self._evaluate(evaluator, LogLevel.EPOCH, subset_num_batches))
+        return results
+
+    def _metrics_for(self, evaluator: Evaluator) -> dict[str, Any]:
+        state = self.state
+        metrics = state.eval_metrics.get(evaluator.label)
+        if metrics is None:
+            available = self._model.get_metrics(is_train=False)
+            names = evaluator.metric_names if evaluator.metric_names is not None else list(available)
+            unknown = [n for n in names if n not in available]
+            if unknown:
+                raise ValueError(
+                    f"Evaluator {evaluator.label!r} asks for metrics {unknown} that the model does not provide; "
+                    f"the model's eval metrics are {sorted(available)}."
+                )
+            metrics = {n: available[n].to(self.device) for n in names}
+            state.eval_metrics[evaluator.label] = metrics
+        for metric in metrics.values():
+            metric.reset()
+        return metrics
+
+    def _evaluate(self, evaluator: Evaluator, level: LogLevel, subset: int | None = None) -> dict[str, float]:
+        state, engine = self.state, self.engine
+        model = self._model
+        spec = evaluator.dataloader
+        metrics = self._metrics_for(evaluator)
+        was_training = model.training
+        train_batch = state.batch
+        model.eval()
+        state.dataloader, state.dataloader_label = spec.dataloader, evaluator.label
+        limit = subset if subset is not None else evaluator.subset_num_batches
+        with torch.no_grad():
+            engine.run_event(Event.EVAL_START)
+            for batch in itertools.islice(spec.dataloader, limit):
+                if self.device.type != "cpu":
+                    batch = batch_to_device(batch, self.device)
+                state.batch = spec.device_transforms(batch)
+                state.batch_num_samples = spec.get_num_samples_in_batch(state.batch)
+                engine.run_event(Event.EVAL_BATCH_START)
+                engine.run_event(Event.EVAL_BEFORE_FORWARD)
+                with self._precision_context():
+                    state.outputs = model.eval_forward(state.batch)
+                engine.run_event(Event.EVAL_AFTER_FORWARD)
+                for metric in metrics.values():
+                    model.update_metric(state.batch, state.outputs, metric)
+                engine.run_event(Event.EVAL_BATCH_END)
+            results = {f"metrics/{evaluator.label}/{name}": float(m.compute()) for name, m in metrics.items()}
+            self.logger.metric(level, results)
+            engine.run_event(Event.EVAL_END)
+        model.train(was_training)
+        state.dataloader, state.dataloader_label = self._train_spec.dataloader, "train"
+        state.batch = train_batch
+        return results
+
+    # ---- prediction and lifetime -------------------------------------------------------------------------------
+
+    def predict(self, dataloader: Iterable[Any] | DataSpec, subset_num_batches: int | None = None) -> list[Any]:
+        """Runs the model's forward on every batch of ``dataloader`` in eval mode, without gradients.
+
+        Returns:
+            list: The outputs of each batch, on the CPU.
+        """
+        spec = ensure_data_spec(dataloader)
+        model = self._model
+        was_training = model.training
+        model.eval()
+        outputs = []
+        with torch.no_grad():
+            for batch in itertools.islice(spec.dataloader, subset_num_batches):
+                if self.device.type != "cpu":
+                    batch = batch_to_device(batch, self.device)
+                with self._precision_context():
+                    out = model(spec.device_transforms(batch))
+                outputs.append(batch_to_device(out, torch.device("cpu")))
+        model.train(was_training)
+        return outputs
+
+    def close(self) -> None:
+        """Closes every callback and logger (idempotent). Called for you when training raises."""
+        self.engine.close()
+
+    def __enter__(self) -> Trainer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _scaled(max_duration: str | Time[Any] | int, ratio: float) -> Time[Any]:
+    duration = Time.from_input(max_duration, default_unit=TimeUnit.EPOCH)
+    if ratio == 1.0:
+        return duration
+    scaled = duration * ratio
+    if scaled.value == 0:
+        raise ValueError(
+            f"scale_schedule_ratio={ratio} makes max_duration={duration} round down to zero; use a larger ratio or "
+            "express max_duration in a finer unit (batches or samples)."
+        )
+    return scaled
+
+
+def _weighted(loss: Any, weight: float) -> Any:
+    if isinstance(loss, torch.Tensor):
+        return loss * weight
+    if isinstance(loss, dict):
+        return {k: v * weight for k, v in loss.items()}
+    return type(loss)(v * weight for v in loss)

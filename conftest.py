@@ -1,0 +1,23 @@
+"""Fixtures shared by the tests and the doctests of the package."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+
+@pytest.fixture(autouse=True)
+def _doctest_objects(doctest_namespace: dict) -> None:
+    """Fresh objects for every doctest: model, train_dataloader, eval_dataloader, optimizer, state."""
+    from composer.core.state import State
+    from tests.common import SimpleModel, make_dataloader
+
+    torch.manual_seed(0)
+    model = SimpleModel()
+    doctest_namespace.update(
+        model=model,
+        train_dataloader=make_dataloader(num_samples=16, seed=0),
+        eval_dataloader=make_dataloader(num_samples=8, seed=1),
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+        state=State(model=model, max_duration="1ep", steps_per_epoch=4),
+    )

@@ -1,0 +1,150 @@
+import io
+
+import pytest
+import torch
+
+from composer.core import Algorithm, Callback, State, Time, TimeUnit
+from composer.core.precision import Precision
+
+
+def make_state(max_duration="10ep", steps_per_epoch=4, **kwargs):
+    return State(model=torch.nn.Linear(3, 2), max_duration=max_duration, steps_per_epoch=steps_per_epoch, **kwargs)
+
+
+def test_max_duration_parsing_and_errors():
+    assert make_state(max_duration=3).max_duration == Time(3, TimeUnit.EPOCH)
+    assert make_state(max_duration="7ba").max_duration == Time(7, TimeUnit.BATCH)
+    with pytest.raises(ValueError, match="fraction of the run"):
+        make_state(max_duration="0.5dur")
+    with pytest.raises(ValueError, match="positive"):
+        make_state(max_duration="0ep")
+
+
+def test_max_epochs_get_and_set():
+    state = make_state(max_duration="10ep", steps_per_epoch=4)
+    assert state.max_epochs == 10
+    state.max_epochs /= 2
+    assert state.max_duration == Time(5, TimeUnit.EPOCH)
+    state.max_epochs = 2.5
+    assert state.max_duration == Time(10, TimeUnit.BATCH)  # 2.5 epochs x 4 batches
+    assert state.max_epochs == 2.5
+    with pytest.raises(ValueError, match="max_epochs=0"):
+        state.max_epochs = 0
+    no_length = State(model=torch.nn.Linear(1, 1), max_duration="4ep", train_dataloader=iter([]))
+    with pytest.raises(ValueError, match="fractional"):
+        no_length.max_epochs = 1.5
+
+
+def test_steps_per_epoch_from_loader_length():
+    state = State(model=torch.nn.Linear(1, 1), max_duration="1ep", train_dataloader=[1, 2, 3])
+    assert state.steps_per_epoch == 3
+    state.steps_per_epoch = 2
+    assert state.steps_per_epoch == 2
+    with pytest.raises(ValueError):
+        state.steps_per_epoch = 0
+
+
+def test_elapsed_duration_advances_per_batch_under_epoch_budget():
+    state = make_state(max_duration="2ep", steps_per_epoch=4)
+    for _ in range(3):
+        state.timer.on_batch_complete(samples=8)
+    assert state.get_elapsed_duration() == Time(3 / 8, TimeUnit.DURATION)
+    sample_budget = make_state(max_duration="64sp")
+    sample_budget.timer.on_batch_complete(samples=16)
+    assert sample_budget.get_elapsed_duration().value == pytest.approx(0.25)
+
+
+def test_stop_training_records_reason():
+    state = make_state()
+    assert not state.stop_requested
+    state.stop_training("loss is NaN")
+    assert state.stop_requested and state.stop_reason == "loss is NaN"
+
+
+def test_lists_keep_identity_on_assignment():
+    state = make_state()
+    algorithms = state.algorithms
+    state.algorithms = [object()]
+    assert state.algorithms is algorithms and len(algorithms) == 1
+
+
+def test_batch_views():
+    state = make_state()
+    state.batch = (torch.zeros(2), torch.ones(2))
+    _, y = state.batch_pair
+    assert torch.equal(y, torch.ones(2))
+    with pytest.raises(TypeError, match="not a mapping"):
+        _ = state.batch_dict
+    state.batch = {"input_ids": torch.zeros(2)}
+    assert "input_ids" in state.batch_dict
+    with pytest.raises(TypeError, match="inputs, targets"):
+        _ = state.batch_pair
+
+
+def test_precision_coerced_and_bad_value_lists_choices():
+    state = make_state(precision="amp_bf16")
+    assert state.precision is Precision.BF16
+    with pytest.raises(ValueError, match="'fp32', 'amp', 'bf16'"):
+        state.precision = "fp8"
+
+
+def test_rng_is_seeded_from_seed():
+    a, b = make_state(rank_zero_seed=5), make_state(rank_zero_seed=5)
+    assert torch.equal(torch.rand(3, generator=a.rng), torch.rand(3, generator=b.rng))
+    assert make_state(rank_zero_seed=5).seed == 5
+
+
+class Counting(Callback):
+    def __init__(self):
+        self.count = 0
+
+    def state_dict(self):
+        return {"count": self.count}
+
+    def load_state_dict(self, state):
+        self.count = state["count"]
+
+
+class Noop(Algorithm):
+    def match(self, event, state):
+        return False
+
+    def apply(self, event, state, logger):
+        return None
+
+
+def test_state_dict_round_trip_through_weights_only_load():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    model(torch.randn(4, 3)).sum().backward()
+    opt.step()
+    cb = Counting()
+    cb.count = 4
+    src = State(model=model, max_duration="3ep", optimizers=opt, callbacks=[cb], algorithms=[Noop()], rank_zero_seed=9)
+    src.timer.on_batch_complete(samples=4)
+    torch.rand(2, generator=src.rng)
+    buffer = io.BytesIO()
+    torch.save(src.state_dict(), buffer)
+    buffer.seek(0)
+    saved = torch.load(buffer, weights_only=True)
+
+    model2 = torch.nn.Linear(3, 2)
+    opt2 = torch.optim.SGD(model2.parameters(), lr=0.1, momentum=0.9)
+    dst = State(model=model2, max_duration="1ep", optimizers=opt2, callbacks=[Counting()], algorithms=[Noop()])
+    dst.load_state_dict(saved)
+    assert torch.equal(model2.weight, model.weight)
+    assert dst.callbacks[0].count == 4
+    assert dst.timer.state_dict() == src.timer.state_dict()
+    assert dst.max_duration == Time(3, TimeUnit.EPOCH)
+    assert dst.rank_zero_seed == 9
+    assert torch.equal(torch.rand(2, generator=dst.rng), torch.rand(2, generator=src.rng))
+    buf = opt2.state_dict()["state"][0]["momentum_buffer"]
+    assert torch.equal(buf, opt.state_dict()["state"][0]["momentum_buffer"])
+
+
+def test_load_state_dict_mismatched_callbacks_raises():
+    src = make_state(callbacks=[Counting()])
+    dst = make_state(callbacks=[])
+    with pytest.raises(ValueError, match="callbacks"):
+        dst.load_state_dict(src.state_dict())
