@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 
 @pytest.fixture(autouse=True)
-def _doctest_objects(doctest_namespace: dict) -> None:
+def _doctest_objects(request: pytest.FixtureRequest) -> None:
     """Fresh objects for every doctest: model, train_dataloader, eval_dataloader, optimizer, state."""
+    if not isinstance(request.node, pytest.DoctestItem):
+        return
+    import torch
+
     from composer.core.state import State
     from tests.common import SimpleModel, make_dataloader
 
     torch.manual_seed(0)
     model = SimpleModel()
-    doctest_namespace.update(
+    request.getfixturevalue("doctest_namespace").update(
         model=model,
         train_dataloader=make_dataloader(num_samples=16, seed=0),
         eval_dataloader=make_dataloader(num_samples=8, seed=1),

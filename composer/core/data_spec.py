@@ -8,7 +8,7 @@ anything else.
 
 How the defaults read a batch:
 
-* a tensor with at least one dimension is *batched*: dim 0 is the sample dimension;
+* a tensor (or NumPy array) with at least one dimension is *batched*: dim 0 is the sample dimension;
 * a 0-d tensor, a number, a string, ``None`` or any other object is *not batched*: every microbatch gets it as is;
 * a mapping, a namedtuple, or a list or tuple that holds a tensor somewhere inside is a *container*: its items are
   read by these same rules and the container is rebuilt as the same type;
@@ -22,12 +22,16 @@ import copy
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence, Sized
 from typing import Any, TypeGuard
 
+import numpy as np
 import torch
 
 __all__ = ["Batch", "DataSpec", "ensure_data_spec", "num_samples_in_batch", "num_tokens_in_batch", "split_batch"]
 
 Batch = Any
 """Whatever the dataloader yields: a tensor, or any nesting of tuples, lists, namedtuples and mappings of them."""
+
+# Array types whose dim 0 is the sample dimension.
+_ARRAY_TYPES = (torch.Tensor, np.ndarray)
 
 # How many offending entries an error message lists before it stops.
 _MAX_LISTED = 8
@@ -38,7 +42,7 @@ def _is_namedtuple(obj: object) -> TypeGuard[tuple[Any, ...]]:
 
 
 def _contains_tensor(obj: object) -> bool:
-    if isinstance(obj, torch.Tensor):
+    if isinstance(obj, _ARRAY_TYPES):
         return True
     if isinstance(obj, Mapping):
         return any(_contains_tensor(value) for value in obj.values())
@@ -49,9 +53,9 @@ def _contains_tensor(obj: object) -> bool:
 
 def _batched_leaves(obj: object, path: str) -> Iterator[tuple[str, int]]:
     """Yields ``(path, num_samples)`` for every batched leaf of ``obj`` (see the module docstring for the rules)."""
-    if isinstance(obj, torch.Tensor):
+    if isinstance(obj, _ARRAY_TYPES):
         if obj.ndim > 0:
-            yield path, obj.shape[0]
+            yield path, int(obj.shape[0])
     elif isinstance(obj, Mapping):
         for key, value in obj.items():
             yield from _batched_leaves(value, f"{path}[{key!r}]")
@@ -145,7 +149,7 @@ def _rebuild_mapping(template: Mapping[Any, Any], items: dict[Any, Any]) -> Any:
 def _split(obj: object, bounds: list[tuple[int, int]]) -> list[Any]:
     """``obj`` cut into ``len(bounds)`` parts; batched leaves are sliced, everything else is repeated."""
     num_parts = len(bounds)
-    if isinstance(obj, torch.Tensor):
+    if isinstance(obj, _ARRAY_TYPES):
         if obj.ndim == 0:
             return [obj] * num_parts
         return [obj[start:stop] for start, stop in bounds]
@@ -166,8 +170,10 @@ def split_batch(batch: Batch, num_microbatches: int) -> list[Batch]:
     The sizes follow :func:`torch.tensor_split`: they differ by at most one, larger parts first (10 samples in 3
     give 4, 3, 3). Every container is rebuilt as its own type (tuple, list, namedtuple, ``dict``, ``OrderedDict``,
     ``BatchEncoding``, ...); tensors become views of the batch; per-sample lists are sliced alike; unbatched
-    values (numbers, strings, 0-d tensors) are repeated in every microbatch. This is the default ``split_batch``
-    of :class:`DataSpec`; the trainer calls it with ``num_microbatches=grad_accum``.
+    values (numbers, strings, 0-d tensors) are repeated in every microbatch. A mapping is shallow-copied and its
+    items replaced, so attributes outside its items (a ``BatchEncoding``'s ``encodings``) are shared, not split.
+    This is the default ``split_batch`` of :class:`DataSpec`; the trainer calls it with
+    ``num_microbatches=grad_accum``.
 
     Args:
         batch: A tensor, or any nesting of tuples, lists, namedtuples and mappings.
@@ -189,11 +195,12 @@ def split_batch(batch: Batch, num_microbatches: int) -> list[Batch]:
         >>> parts[1]["ids"], parts[1]["lr_scale"]
         ([5, 6, 7, 8, 9], 0.5)
     """
-    if isinstance(num_microbatches, bool) or not isinstance(num_microbatches, int):
+    if isinstance(num_microbatches, bool) or not isinstance(num_microbatches, (int, np.integer)):
         raise TypeError(
             f"num_microbatches (grad_accum) must be an int, not {type(num_microbatches).__name__} "
             f"(got {num_microbatches!r})."
         )
+    num_microbatches = int(num_microbatches)
     if num_microbatches < 1:
         raise ValueError(
             f"num_microbatches (grad_accum) must be at least 1, got {num_microbatches}. To fix, set grad_accum to a "
@@ -206,7 +213,8 @@ def split_batch(batch: Batch, num_microbatches: int) -> list[Batch]:
         raise ValueError(
             f"Cannot split a batch of {batch_size} samples into num_microbatches (grad_accum) = {num_microbatches} "
             f"microbatches: each microbatch needs at least one sample. To fix, set grad_accum to at most "
-            f"{batch_size}, or use a larger batch size."
+            f"{batch_size}, or use a larger batch size (if only the last, incomplete batch of an epoch is this small, "
+            f"pass drop_last=True to the DataLoader)."
         )
     return _split(batch, _part_bounds(batch_size, num_microbatches))
 

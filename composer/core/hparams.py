@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, Self, TypeVar, cast, dataclass_transform
 
@@ -99,6 +100,7 @@ def hparams(cls: type[_T]) -> type[_T]:
     pydantic_init = cast(Callable[..., None], config_class.__init__)
     pydantic_setattr = cast(Callable[[Any, str, Any], None], config_class.__setattr__)
 
+    @functools.wraps(pydantic_init)  # keeps the fields' signature for help() and inspect.signature
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         try:
             pydantic_init(self, *args, **kwargs)
@@ -126,8 +128,6 @@ def hparams(cls: type[_T]) -> type[_T]:
                 object.__setattr__(self, name, previous)
                 raise ValueError(f"Invalid {type(self).__name__}: {error}") from None
 
-    __init__.__doc__ = pydantic_init.__doc__
-    __init__.__qualname__ = f"{config_class.__qualname__}.__init__"
     setattr(config_class, "__init__", __init__)  # noqa: B010 (mypy rejects assigning a method directly)
     setattr(config_class, "__setattr__", __setattr__)  # noqa: B010
     return cast(type[_T], config_class)

@@ -15,7 +15,6 @@ import math
 import numbers
 import operator
 import re
-from collections.abc import Callable
 from decimal import Decimal
 from enum import Enum
 from typing import Any, Generic, NamedTuple, NoReturn, SupportsIndex, TypeVar, cast, overload
@@ -141,7 +140,7 @@ def _checked_value(value: object, unit: TimeUnit) -> int | float:
 def _new_time(value: int | float, unit: TimeUnit) -> Time[Any]:
     # Builds a Time from an already validated value and unit, skipping __init__: the Timer builds a Time on every
     # counter read, so this path must stay at a few hundred nanoseconds.
-    time = cast("Time[Any]", object.__new__(Time))
+    time: Time[Any] = object.__new__(Time)  # pyright: ignore[reportUnknownVariableType]
     _set_value(time, value)
     _set_unit(time, unit)
     return time
@@ -169,7 +168,7 @@ def _parse(timestring: str) -> Time[Any]:
             raise ValueError(f"Invalid time string {timestring!r}: the duration {number} is too large.")
         return _new_time(fraction, unit)
     exact = Decimal(number)  # exact, unlike float: '12345678901234567891sp' keeps every digit
-    if exact.adjusted() >= _MAX_COUNT_DIGITS:
+    if exact and exact.adjusted() >= _MAX_COUNT_DIGITS:
         raise ValueError(f"Invalid time string {timestring!r}: {number} {_UNIT_NOUNS[unit]} is too large.")
     if exact != exact.to_integral_value():
         raise ValueError(
@@ -390,26 +389,25 @@ class Time(Generic[TValue]):
             return cast(int | float, other)
         return None
 
-    def _compare(self, other: object, op: Callable[[Any, Any], bool]) -> bool:
-        value = self._other_value(other, "compare")
-        if value is None:
-            return NotImplemented
-        return op(self._value, value)
-
     def __eq__(self, other: object) -> bool:
-        return self._compare(other, operator.eq)
+        value = self._other_value(other, "compare")
+        return NotImplemented if value is None else self._value == value
 
     def __lt__(self, other: Time[Any] | str | int | float) -> bool:
-        return self._compare(other, operator.lt)
+        value = self._other_value(other, "compare")
+        return NotImplemented if value is None else self._value < value
 
     def __le__(self, other: Time[Any] | str | int | float) -> bool:
-        return self._compare(other, operator.le)
+        value = self._other_value(other, "compare")
+        return NotImplemented if value is None else self._value <= value
 
     def __gt__(self, other: Time[Any] | str | int | float) -> bool:
-        return self._compare(other, operator.gt)
+        value = self._other_value(other, "compare")
+        return NotImplemented if value is None else self._value > value
 
     def __ge__(self, other: Time[Any] | str | int | float) -> bool:
-        return self._compare(other, operator.ge)
+        value = self._other_value(other, "compare")
+        return NotImplemented if value is None else self._value >= value
 
     # ----- arithmetic -----
 
@@ -746,30 +744,33 @@ class Timer(Serializable):
 
     # ----- comparison -----
 
-    def _compare(self, other: object, op: Callable[[Any, Any], bool]) -> bool:
-        # A Time or time string is compared with the counter in its unit.
+    def _counter(self, other: object) -> Time[int] | None:
+        # A Time or time string is compared with the counter in its unit; None for any other type.
         if isinstance(other, str):
             other = _parse(other)
-        if not isinstance(other, Time):
-            return NotImplemented
-        return op(self.get(other.unit), other)
+        return self.get(other.unit) if isinstance(other, Time) else None
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Timer):
             return self.state_dict() == other.state_dict()
-        return self._compare(other, operator.eq)
+        counter = self._counter(other)
+        return NotImplemented if counter is None else counter == other
 
     def __lt__(self, other: Time[Any] | str) -> bool:
-        return self._compare(other, operator.lt)
+        counter = self._counter(other)
+        return NotImplemented if counter is None else counter < other
 
     def __le__(self, other: Time[Any] | str) -> bool:
-        return self._compare(other, operator.le)
+        counter = self._counter(other)
+        return NotImplemented if counter is None else counter <= other
 
     def __gt__(self, other: Time[Any] | str) -> bool:
-        return self._compare(other, operator.gt)
+        counter = self._counter(other)
+        return NotImplemented if counter is None else counter > other
 
     def __ge__(self, other: Time[Any] | str) -> bool:
-        return self._compare(other, operator.ge)
+        counter = self._counter(other)
+        return NotImplemented if counter is None else counter >= other
 
     __hash__ = None  # type: ignore[assignment]  # mutable, so unhashable
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict, defaultdict, namedtuple
 
+import numpy as np
 import pytest
 import torch
 from torch.utils.data import DataLoader, IterableDataset, TensorDataset
@@ -124,6 +125,14 @@ def test_split_per_sample_lists_like_tensors():
     parts = split_batch({"x": x, "names": names, "tokens": token_lists}, 2)
     assert [p["names"] for p in parts] == [("a", "b", "c"), ("d", "e")]
     assert [p["tokens"] for p in parts] == [[[1], [2, 2], [3]], [[4, 4, 4], [5]]]
+
+
+def test_split_numpy_arrays_like_tensors():
+    x, _ = _xy(5)
+    boxes = np.arange(10).reshape(5, 2)
+    parts = split_batch((x, boxes), np.int64(2))
+    assert [p[1].tolist() for p in parts] == [boxes[:3].tolist(), boxes[3:].tolist()]
+    assert num_samples_in_batch({"boxes": boxes, "flag": np.float32(1.0)}) == 5
 
 
 def test_split_without_tensors():

@@ -178,7 +178,8 @@ def test_state_dict_round_trip(optimizer_class: Callable[..., torch.optim.Optimi
 
 def test_initial_lr_recorded_per_group_and_kept_by_torch_schedulers() -> None:
     a, b, c = (torch.nn.Parameter(torch.ones(1)) for _ in range(3))
-    optimizer = DecoupledSGDW([{"params": [a]}, {"params": [b], "lr": 0.5}], lr=0.1)
+    groups: list[dict[str, Any]] = [{"params": [a]}, {"params": [b], "lr": 0.5}]
+    optimizer = DecoupledSGDW(groups, lr=0.1)
     optimizer.add_param_group({"params": [c], "lr": 0.2})
     assert [group["initial_lr"] for group in optimizer.param_groups] == [0.1, 0.5, 0.2]
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 0.5)

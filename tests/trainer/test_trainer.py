@@ -323,3 +323,11 @@ def test_data_spec_device_transforms_apply_to_train_and_eval():
     )
     trainer.fit()
     assert seen == [4, 4, 3]
+
+
+def test_deterministic_mode_turns_on_deterministic_kernels():
+    try:
+        make_trainer(deterministic_mode=True)
+        assert torch.are_deterministic_algorithms_enabled()
+    finally:
+        torch.use_deterministic_algorithms(False)
