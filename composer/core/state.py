@@ -37,7 +37,8 @@ class State(Serializable):
     Args:
         model (torch.nn.Module): The model.
         max_duration (str | Time | int): How long to train: ``'90ep'``, ``'500ba'``, ``'2048tok'``, ... (an int
-            means epochs). Not ``'dur'`` (that unit is a fraction of this value).
+            means epochs). Not ``'dur'`` (that unit is a fraction of this value). Multiplied by
+            ``scale_schedule_ratio``.
         rank_zero_seed (int): The run's seed; each process seeds with ``rank_zero_seed + rank``.
         train_dataloader (Iterable, optional): The training data (a DataLoader or any iterable of batches).
         steps_per_epoch (int, optional): Batches per epoch; default ``len(train_dataloader)`` when it has a length.
@@ -49,6 +50,8 @@ class State(Serializable):
         algorithms (Sequence[Algorithm]): The algorithms, in order.
         callbacks (Sequence[Callback]): The callbacks (logger destinations first), in order.
         device (torch.device | str, optional): Where training runs. Default: CPU.
+        scale_schedule_ratio (float): The run trains ``scale_schedule_ratio x max_duration``; composer schedulers
+            receive it as ``ssr`` so their times stretch to match.
 
     Attributes:
         timer (Timer): Epochs, batches, samples and tokens seen so far.
@@ -92,12 +95,15 @@ class State(Serializable):
         algorithms: Sequence[Algorithm] = (),
         callbacks: Sequence[Callback] = (),
         device: torch.device | str | None = None,
+        scale_schedule_ratio: float = 1.0,
     ) -> None:
         self.model = model
         self.timer = Timer()
         self.train_dataloader = train_dataloader
         self._steps_per_epoch = steps_per_epoch
+        self._scale_schedule_ratio = 1.0
         self.max_duration = max_duration
+        self.scale_schedule_ratio = scale_schedule_ratio
         self.rank_zero_seed = rank_zero_seed
         self.evaluators: list[Evaluator] = list(evaluators)
         self.grad_accum = grad_accum
@@ -139,6 +145,33 @@ class State(Serializable):
         if duration.value <= 0:
             raise ValueError(f"max_duration={value!r} must be positive; for example '10ep' or '500ba'.")
         self._max_duration: Time[int] = duration
+        # Assigning sets the budget itself; the unscaled duration is what it was before the ratio.
+        ratio = self._scale_schedule_ratio
+        self._unscaled_max_duration: Time[int] = duration if ratio == 1.0 else duration / ratio
+
+    @property
+    def scale_schedule_ratio(self) -> float:
+        """The scale schedule ratio (ssr): ``max_duration`` is the unscaled duration times this ratio.
+
+        Setting it rescales ``max_duration`` from the duration it was set with, so setting the same ratio twice
+        changes nothing.
+        """
+        return self._scale_schedule_ratio
+
+    @scale_schedule_ratio.setter
+    def scale_schedule_ratio(self, ratio: float) -> None:
+        if not ratio > 0 or math.isinf(ratio):
+            raise ValueError(f"scale_schedule_ratio={ratio!r} must be a positive, finite number (e.g. 0.5 or 2.0).")
+        unscaled = self._unscaled_max_duration
+        scaled = unscaled if ratio == 1.0 else unscaled * ratio
+        if scaled.value == 0:
+            raise ValueError(
+                f"scale_schedule_ratio={ratio} makes max_duration={unscaled} round down to zero; use a larger ratio "
+                "or express max_duration in a finer unit (batches or samples)."
+            )
+        self._scale_schedule_ratio = float(ratio)
+        self._max_duration = scaled
+        self._unscaled_max_duration = unscaled
 
     @property
     def steps_per_epoch(self) -> int | None:
@@ -328,6 +361,8 @@ class State(Serializable):
             "callbacks": [_named_state(c) for c in self._callbacks],
             "timer": self.timer.state_dict(),
             "max_duration": str(self._max_duration),
+            "unscaled_max_duration": str(self._unscaled_max_duration),
+            "scale_schedule_ratio": self._scale_schedule_ratio,
             "grad_accum": self.grad_accum,
             "rank_zero_seed": self.rank_zero_seed,
             "rng": self.rng.get_state(),
@@ -351,7 +386,9 @@ class State(Serializable):
         _load_named("callbacks", self._callbacks, state.get("callbacks", []))
         self.timer.load_state_dict(state["timer"])
         if "max_duration" in state:
+            self._scale_schedule_ratio = state.get("scale_schedule_ratio", 1.0)
             self.max_duration = state["max_duration"]
+            self._unscaled_max_duration = Time.from_input(state.get("unscaled_max_duration", state["max_duration"]))
         self.grad_accum = state.get("grad_accum", self.grad_accum)
         self.rank_zero_seed = state["rank_zero_seed"]
         if "rng" in state:

@@ -119,8 +119,6 @@ class Trainer:
             )
         if not isinstance(grad_accum, int) or grad_accum < 1:
             raise ValueError(f"grad_accum={grad_accum!r} must be a positive integer (microbatches per batch).")
-        if scale_schedule_ratio <= 0:
-            raise ValueError(f"scale_schedule_ratio={scale_schedule_ratio!r} must be positive (e.g. 0.5 or 2.0).")
         if grad_clip_norm is not None and grad_clip_norm <= 0:
             raise ValueError(f"grad_clip_norm={grad_clip_norm!r} must be positive, or None to disable clipping.")
         precision = Precision(precision)
@@ -137,7 +135,6 @@ class Trainer:
 
         self._train_spec = self._check_train_data(ensure_data_spec(train_dataloader))
         self.grad_clip_norm = grad_clip_norm
-        self.scale_schedule_ratio = scale_schedule_ratio
         self._train_subset_num_batches = train_subset_num_batches
         self._eval_subset_num_batches = eval_subset_num_batches
 
@@ -150,7 +147,8 @@ class Trainer:
 
         self.state = State(
             model=model,
-            max_duration=_scaled(max_duration, scale_schedule_ratio),
+            max_duration=max_duration,
+            scale_schedule_ratio=scale_schedule_ratio,
             rank_zero_seed=self.seed,
             train_dataloader=self._train_spec.dataloader,
             steps_per_epoch=self._steps_per_epoch(self._train_spec, train_subset_num_batches),
@@ -177,7 +175,10 @@ class Trainer:
         model.to(self.device)
         self._precision_context = precision_context(precision, self.device)
         self.state.scaler = make_grad_scaler(precision, self.device)
-        self._schedulers = TrainerSchedulers(self.state, schedulers, scale_schedule_ratio, step_schedulers_every_batch)
+        # Read back from the state: an algorithm (ScaleSchedule) may have set the ratio at INIT.
+        self._schedulers = TrainerSchedulers(
+            self.state, schedulers, self.state.scale_schedule_ratio, step_schedulers_every_batch
+        )
         self._create_graph = any(a.backwards_create_graph for a in self.state.algorithms)
 
     # ---- construction helpers ----------------------------------------------------------------------------------
@@ -490,19 +491,6 @@ class Trainer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _scaled(max_duration: str | Time[Any] | int, ratio: float) -> Time[Any]:
-    duration = Time.from_input(max_duration, default_unit=TimeUnit.EPOCH)
-    if ratio == 1.0:
-        return duration
-    scaled = duration * ratio
-    if scaled.value == 0:
-        raise ValueError(
-            f"scale_schedule_ratio={ratio} makes max_duration={duration} round down to zero; use a larger ratio or "
-            "express max_duration in a finer unit (batches or samples)."
-        )
-    return scaled
 
 
 def _weighted(loss: Any, weight: float) -> Any:

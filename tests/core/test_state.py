@@ -148,3 +148,21 @@ def test_load_state_dict_mismatched_callbacks_raises():
     dst = make_state(callbacks=[])
     with pytest.raises(ValueError, match="callbacks"):
         dst.load_state_dict(src.state_dict())
+
+
+def test_scale_schedule_ratio_scales_from_the_unscaled_duration_once():
+    state = make_state(max_duration="10ep", scale_schedule_ratio=0.5)
+    assert state.max_duration == Time(5, TimeUnit.EPOCH)
+    state.scale_schedule_ratio = 0.5  # same ratio again: unchanged
+    assert state.max_duration == Time(5, TimeUnit.EPOCH)
+    state.scale_schedule_ratio = 2.0
+    assert state.max_duration == Time(20, TimeUnit.EPOCH)
+    restored = make_state(max_duration="1ep")
+    restored.load_state_dict(state.state_dict())
+    assert restored.max_duration == Time(20, TimeUnit.EPOCH) and restored.scale_schedule_ratio == 2.0
+    restored.scale_schedule_ratio = 1.0
+    assert restored.max_duration == Time(10, TimeUnit.EPOCH)
+    with pytest.raises(ValueError, match="round down to zero"):
+        make_state(max_duration="1ep", scale_schedule_ratio=0.5)
+    with pytest.raises(ValueError, match="scale_schedule_ratio=0"):
+        state.scale_schedule_ratio = 0
