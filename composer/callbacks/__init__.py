@@ -1,9 +1,72 @@
-"""Callbacks that observe training; ``CALLBACKS`` maps each registry name to its class."""
+"""Callbacks that observe training; ``CALLBACKS`` maps each registry name to its class.
+
+Callbacks never change the training state; the stoppers end a run through ``state.stop_training(reason)``.
+"""
 
 from __future__ import annotations
 
+from composer.callbacks.early_stopper import EarlyStopper, EarlyStopperHparams
+from composer.callbacks.grad_monitor import GradMonitor, GradMonitorHparams, grad_norms
+from composer.callbacks.image_visualizer import ImageVisualizer, ImageVisualizerHparams, log_images, make_image_grid
+from composer.callbacks.lr_monitor import LRMonitor, LRMonitorHparams
+from composer.callbacks.memory_monitor import MemoryMonitor, MemoryMonitorHparams, memory_usage
+from composer.callbacks.metric_stopper import MetricStopper, infer_mode, known_metric_names
+from composer.callbacks.nan_monitor import NaNMonitor, NaNMonitorHparams, NonFiniteLossError
+from composer.callbacks.speed_monitor import SpeedMonitor, SpeedMonitorHparams
+from composer.callbacks.threshold_stopper import ThresholdStopper, ThresholdStopperHparams
 from composer.core.callback import Callback
+from composer.core.hparams import Hparams
 
-__all__ = ["CALLBACKS", "Callback"]
+__all__ = [
+    "CALLBACKS",
+    "CALLBACK_HPARAMS",
+    "Callback",
+    "EarlyStopper",
+    "EarlyStopperHparams",
+    "GradMonitor",
+    "GradMonitorHparams",
+    "ImageVisualizer",
+    "ImageVisualizerHparams",
+    "LRMonitor",
+    "LRMonitorHparams",
+    "MemoryMonitor",
+    "MemoryMonitorHparams",
+    "MetricStopper",
+    "NaNMonitor",
+    "NaNMonitorHparams",
+    "NonFiniteLossError",
+    "SpeedMonitor",
+    "SpeedMonitorHparams",
+    "ThresholdStopper",
+    "ThresholdStopperHparams",
+    "grad_norms",
+    "infer_mode",
+    "known_metric_names",
+    "log_images",
+    "make_image_grid",
+    "memory_usage",
+]
 
-CALLBACKS: dict[str, type[Callback]] = {}
+# Registry name -> callback class.
+CALLBACKS: dict[str, type[Callback]] = {
+    "early_stopper": EarlyStopper,
+    "grad_monitor": GradMonitor,
+    "image_visualizer": ImageVisualizer,
+    "lr_monitor": LRMonitor,
+    "memory_monitor": MemoryMonitor,
+    "nan_monitor": NaNMonitor,
+    "speed_monitor": SpeedMonitor,
+    "threshold_stopper": ThresholdStopper,
+}
+
+# Registry name -> the config class that builds it (YAML ``callbacks:`` entries).
+CALLBACK_HPARAMS: dict[str, type[Hparams]] = {
+    "early_stopper": EarlyStopperHparams,
+    "grad_monitor": GradMonitorHparams,
+    "image_visualizer": ImageVisualizerHparams,
+    "lr_monitor": LRMonitorHparams,
+    "memory_monitor": MemoryMonitorHparams,
+    "nan_monitor": NaNMonitorHparams,
+    "speed_monitor": SpeedMonitorHparams,
+    "threshold_stopper": ThresholdStopperHparams,
+}

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+import random
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 
 from composer.core.precision import Precision
@@ -68,6 +71,11 @@ class State(Serializable):
         dataloader (Iterable | None): The loader being iterated now (training or evaluation).
         dataloader_label (str | None): ``'train'`` or the evaluator's label.
         stop_reason (str | None): Why :meth:`stop_training` was called.
+        epoch_start_rng (dict | None): The process's random states (see :meth:`capture_rng`) taken just before the
+            current epoch's data iterator was created. Checkpoints carry it, so that a run resumed in the middle of
+            an epoch can rebuild the same shuffle order and worker seeds.
+        resume_rng (dict | None): The random states a loaded checkpoint was saved with, waiting to be restored (the
+            Trainer restores them right before the first batch it trains after the resume); None otherwise.
 
     Example:
         >>> import torch
@@ -126,6 +134,8 @@ class State(Serializable):
         self.dataloader: Iterable[Any] | None = None
         self.dataloader_label: str | None = None
         self.stop_reason: str | None = None
+        self.epoch_start_rng: dict[str, Any] | None = None
+        self.resume_rng: dict[str, Any] | None = None
 
     # ---- time and duration -------------------------------------------------------------------------------------
 
@@ -351,10 +361,88 @@ class State(Serializable):
 
     # ---- serialization -----------------------------------------------------------------------------------------
 
+    def capture_rng(self) -> dict[str, Any]:
+        """The random states of this process: Python's ``random``, NumPy's and torch's global generators, every
+        initialised CUDA device, and the generators of the training dataloader and its sampler.
+
+        These are what a ``DataLoader(shuffle=True)`` draws its order and its workers' seeds from, and what user code
+        (dropout, dataset transforms) draws from. ``state.rng`` is not included: it is saved on its own as ``'rng'``.
+        The result holds tensors and plain values only.
+
+        Example:
+            >>> snapshot = state.capture_rng()
+            >>> a = torch.rand(2)
+            >>> state.restore_rng(snapshot)
+            >>> torch.equal(a, torch.rand(2))
+            True
+        """
+        numpy_state = np.random.get_state(legacy=True)
+        assert isinstance(numpy_state, tuple)  # legacy=True always gives the MT19937 tuple
+        kind, keys, pos, has_gauss, cached_gaussian = numpy_state
+        snapshot: dict[str, Any] = {
+            "python": random.getstate(),
+            "numpy": {
+                "kind": str(kind),
+                "keys": torch.from_numpy(keys.astype(np.int64)),
+                "pos": int(pos),
+                "has_gauss": int(has_gauss),
+                "cached_gaussian": float(cached_gaussian),
+            },
+            "torch": torch.get_rng_state(),
+            # Only devices already in use: asking an untouched CUDA runtime for its state would initialise it.
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else [],  # type: ignore[no-untyped-call]
+            "dataloader": [g.get_state() for g in _dataloader_generators(self.train_dataloader)],
+        }
+        return snapshot
+
+    def restore_rng(self, snapshot: Mapping[str, Any]) -> None:
+        """Puts back the random states :meth:`capture_rng` returned (parts the snapshot lacks are left alone).
+
+        Args:
+            snapshot (Mapping): The output of :meth:`capture_rng`, possibly from another process.
+        """
+        if "python" in snapshot:
+            version, internal, gauss_next = snapshot["python"]
+            random.setstate((version, tuple(internal), gauss_next))
+        if "numpy" in snapshot:
+            saved = snapshot["numpy"]
+            keys = saved["keys"].numpy().astype(np.uint32)
+            np.random.set_state((saved["kind"], keys, saved["pos"], saved["has_gauss"], saved["cached_gaussian"]))
+        if "torch" in snapshot:
+            torch.set_rng_state(snapshot["torch"])
+        cuda_states = snapshot.get("cuda") or []
+        if cuda_states and torch.cuda.is_available():
+            if len(cuda_states) == torch.cuda.device_count():
+                torch.cuda.set_rng_state_all(cuda_states)
+            else:
+                warnings.warn(
+                    f"The saved random states are for {len(cuda_states)} CUDA devices but this process sees "
+                    f"{torch.cuda.device_count()}; the CUDA random states are not restored, so GPU randomness will "
+                    "differ from the saved run.",
+                    stacklevel=2,
+                )
+        generators = _dataloader_generators(self.train_dataloader)
+        saved_generators = snapshot.get("dataloader") or []
+        if len(saved_generators) == len(generators):
+            for generator, generator_state in zip(generators, saved_generators):
+                generator.set_state(generator_state)
+        elif saved_generators or generators:
+            warnings.warn(
+                f"The saved random states hold {len(saved_generators)} dataloader generators but the training "
+                f"dataloader has {len(generators)}; its shuffle order will differ from the saved run. Build the "
+                "dataloader the same way (with or without a generator=) as the run that saved the checkpoint.",
+                stacklevel=2,
+            )
+
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to resume: model, optimizers, schedulers, algorithms, callbacks, timer, seed, RNG."""
+        """Everything needed to resume: model, optimizers, schedulers, algorithms, callbacks, timer, seed, RNG.
+
+        Model keys are those of the bare model (no ``module.`` from DistributedDataParallel, no ``_orig_mod.`` from
+        ``torch.compile``), so checkpoints move between wrapped and unwrapped models. ``'process_rng'`` holds
+        :meth:`capture_rng` now (``'current'``) and at the start of the epoch (``'epoch_start'``).
+        """
         return {
-            "model": self.model.state_dict(),
+            "model": _bare_model_state(self.model),
             "optimizers": [opt.state_dict() for opt in self._optimizers],
             "schedulers": [s.state_dict() for s in self._schedulers if hasattr(s, "state_dict")],
             "algorithms": [_named_state(a) for a in self._algorithms],
@@ -366,19 +454,27 @@ class State(Serializable):
             "grad_accum": self.grad_accum,
             "rank_zero_seed": self.rank_zero_seed,
             "rng": self.rng.get_state(),
+            "process_rng": {"current": self.capture_rng(), "epoch_start": self.epoch_start_rng},
             "scaler": self.scaler.state_dict() if self.scaler is not None else None,
         }
 
     def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> None:
         """Restores what :meth:`state_dict` saved.
 
-        Algorithms and callbacks are matched by position and class name; a mismatch raises ValueError naming both.
+        Algorithms and callbacks are matched by class name (the second object of a class gets the second saved
+        state of that class, and so on), so adding, removing or reordering them between runs does not block a
+        resume: an object with no saved state starts fresh and saved states nobody claims are dropped, each with a
+        warning. The process's random states are not applied here but kept in :attr:`resume_rng` (and
+        :attr:`epoch_start_rng`), for the Trainer to restore at the right point of the data order; call
+        :meth:`restore_rng` yourself when driving the loop by hand.
 
         Args:
-            state (dict): A state dict from :meth:`state_dict`.
+            state (dict): A state dict from :meth:`state_dict`. Without a ``'model'`` entry the model is left as is
+                (``composer.utils.checkpoint`` loads model weights itself, handling wrapper prefixes).
             strict (bool): Whether the model's keys must match exactly.
         """
-        self.model.load_state_dict(state["model"], strict=strict)
+        if "model" in state:
+            _unwrap_model(self.model).load_state_dict(state["model"], strict=strict)
         _load_list("optimizers", self._optimizers, state.get("optimizers", []))
         stateful = [s for s in self._schedulers if hasattr(s, "load_state_dict")]
         _load_list("schedulers", stateful, state.get("schedulers", []))
@@ -393,8 +489,45 @@ class State(Serializable):
         self.rank_zero_seed = state["rank_zero_seed"]
         if "rng" in state:
             self.rng.set_state(state["rng"])
+        process_rng = state.get("process_rng")
+        if process_rng is not None:
+            self.resume_rng = process_rng["current"]
+            self.epoch_start_rng = process_rng["epoch_start"]
         if state.get("scaler") is not None and self.scaler is not None:
             self.scaler.load_state_dict(state["scaler"])
+
+
+def _dataloader_generators(dataloader: Any) -> list[torch.Generator]:
+    """The distinct generators a (torch) dataloader draws its order and worker seeds from, in a fixed order."""
+    found: list[torch.Generator] = []
+    sampler = getattr(dataloader, "sampler", None)
+    batch_sampler = getattr(dataloader, "batch_sampler", None)
+    for owner in (dataloader, sampler, getattr(batch_sampler, "sampler", None)):
+        generator = getattr(owner, "generator", None)
+        if isinstance(generator, torch.Generator) and all(generator is not g for g in found):
+            found.append(generator)
+    return found
+
+
+def _unwrap_model(model: torch.nn.Module) -> torch.nn.Module:
+    """The model inside DistributedDataParallel/DataParallel and ``torch.compile`` wrappers."""
+    while True:
+        if isinstance(model, (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)):
+            model = model.module
+        elif type(model).__name__ == "OptimizedModule" and isinstance(model._orig_mod, torch.nn.Module):
+            # torch.compile's wrapper, matched by name so that torch._dynamo (slow to import) is never imported.
+            model = model._orig_mod
+        else:
+            return model
+
+
+def _bare_model_state(model: torch.nn.Module) -> dict[str, Any]:
+    """The model's state dict without wrapper prefixes: ``torch.compile``'s ``_orig_mod`` is dropped anywhere in a
+    key (it also appears when only a submodule was compiled)."""
+    return {
+        ".".join(part for part in key.split(".") if part != "_orig_mod"): value
+        for key, value in _unwrap_model(model).state_dict().items()
+    }
 
 
 def _named_state(obj: Any) -> dict[str, Any]:
@@ -411,13 +544,33 @@ def _load_list(what: str, objects: Sequence[Any], states: Sequence[dict[str, Any
         obj.load_state_dict(saved)
 
 
+def _by_class(names: Iterable[str]) -> list[tuple[str, int]]:
+    """(class name, how many of that class came before): the key that pairs objects with their saved states."""
+    seen: dict[str, int] = {}
+    keys = []
+    for name in names:
+        keys.append((name, seen.get(name, 0)))
+        seen[name] = seen.get(name, 0) + 1
+    return keys
+
+
 def _load_named(what: str, objects: Sequence[Any], states: Sequence[dict[str, Any]]) -> None:
-    saved_names = [s["class"] for s in states]
-    names = [type(o).__qualname__ for o in objects]
-    if saved_names != names:
-        raise ValueError(
-            f"The checkpoint's {what} are {saved_names} but this run has {names}; pass the same {what} in the same "
-            "order as the run that saved it."
+    saved = dict(zip(_by_class(s["class"] for s in states), (s["state"] for s in states)))
+    claimed: set[tuple[str, int]] = set()
+    for obj, key in zip(objects, _by_class(type(o).__qualname__ for o in objects)):
+        if key in saved:
+            obj.load_state_dict(saved[key])
+            claimed.add(key)
+        elif obj.state_dict():
+            warnings.warn(
+                f"The checkpoint has no saved state for the {what[:-1]} {key[0]} (number {key[1] + 1} of its class); "
+                "it starts fresh. The run that saved the checkpoint did not have it.",
+                stacklevel=3,
+            )
+    dropped = [f"{name} (number {i + 1})" for (name, i), value in saved.items() if (name, i) not in claimed and value]
+    if dropped:
+        warnings.warn(
+            f"The checkpoint holds state for {what} this run does not have: {dropped}; that state is ignored. "
+            f"Pass the same {what} as the run that saved the checkpoint to restore it.",
+            stacklevel=3,
         )
-    for obj, saved in zip(objects, states):
-        obj.load_state_dict(saved["state"])

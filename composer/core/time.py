@@ -596,9 +596,19 @@ class Timer(Serializable):
 
     # Counters are plain ints: on_batch_complete runs every training step, and int additions keep it well under a
     # microsecond. Times are built (cheaply) only when a counter is read.
-    __slots__ = ("_batch", "_batch_in_epoch", "_epoch", "_sample", "_sample_in_epoch", "_token", "_token_in_epoch")
+    __slots__ = (
+        "_batch",
+        "_batch_in_epoch",
+        "_epoch",
+        "_sample",
+        "_sample_in_epoch",
+        "_timestamp",
+        "_token",
+        "_token_in_epoch",
+    )
 
     def __init__(self) -> None:
+        self._timestamp: Timestamp | None = None  # cached snapshot, dropped whenever a counter moves
         self._epoch = 0
         self._batch = 0
         self._batch_in_epoch = 0
@@ -682,6 +692,7 @@ class Timer(Serializable):
         else:  # rare path: Time increments, numpy or tensor integers, or an error to report
             n_samples = _increment(samples, _SAMPLE, "samples")
             n_tokens = _increment(tokens, _TOKEN, "tokens")
+        self._timestamp = None
         self._batch += 1
         self._batch_in_epoch += 1
         self._sample += n_samples
@@ -691,6 +702,7 @@ class Timer(Serializable):
 
     def on_epoch_complete(self) -> None:
         """Advances the clock by one epoch and restarts the ``*_in_epoch`` counters at 0."""
+        self._timestamp = None
         self._epoch += 1
         self._batch_in_epoch = 0
         self._sample_in_epoch = 0
@@ -699,16 +711,18 @@ class Timer(Serializable):
     # ----- snapshots and state -----
 
     def get_timestamp(self) -> Timestamp:
-        """Returns an immutable snapshot of all seven counters."""
-        return Timestamp(
-            epoch=self.epoch,
-            batch=self.batch,
-            batch_in_epoch=self.batch_in_epoch,
-            sample=self.sample,
-            sample_in_epoch=self.sample_in_epoch,
-            token=self.token,
-            token_in_epoch=self.token_in_epoch,
-        )
+        """Returns an immutable snapshot of all seven counters (built once per change of the clock)."""
+        if self._timestamp is None:
+            self._timestamp = Timestamp(
+                epoch=self.epoch,
+                batch=self.batch,
+                batch_in_epoch=self.batch_in_epoch,
+                sample=self.sample,
+                sample_in_epoch=self.sample_in_epoch,
+                token=self.token,
+                token_in_epoch=self.token_in_epoch,
+            )
+        return self._timestamp
 
     def copy(self) -> Timer:
         """Returns an independent Timer with the same counters."""
@@ -741,6 +755,7 @@ class Timer(Serializable):
                 raise type(error)(f"Invalid Timer state dict value for {name!r}: {error}") from None
         for name, count in counts.items():
             setattr(self, "_" + name, count)
+        self._timestamp = None
 
     # ----- comparison -----
 

@@ -1,23 +1,71 @@
-"""Where logged values go: the Logger and its destinations."""
+"""Where logged values go: the Logger and its destinations; ``LOGGERS`` maps each registry name to its class.
 
+TensorBoard, MLflow and Weights & Biases need the ``loggers`` extra (``pip install 'opencomposer[loggers]'``); their
+modules import those packages only when a run starts, so importing this package stays cheap.
+"""
+
+from composer.core.hparams import Hparams
 from composer.core.logging.logger import Logger, LoggerDestination, LogLevel
-from composer.loggers.console import ConsoleLogger
-from composer.loggers.in_memory import InMemoryLogger
-from composer.loggers.progress_bar import ProgressBarLogger
+from composer.loggers.buffered_destination import BufferedDestination
+from composer.loggers.console import ConsoleLogger, ConsoleLoggerHparams
+from composer.loggers.csv_logger import CSVLogger, CSVLoggerHparams
+from composer.loggers.file_logger import FileLogger, FileLoggerHparams
+from composer.loggers.in_memory import InMemoryLogger, InMemoryLoggerHparams
+from composer.loggers.log_interval import LogInterval
+from composer.loggers.mlflow_logger import MLflowLogger, MLflowLoggerHparams, is_mlflow_available
+from composer.loggers.progress_bar import ProgressBarLogger, ProgressBarLoggerHparams
+from composer.loggers.tensorboard_logger import TensorboardLogger, TensorboardLoggerHparams, is_tensorboard_available
+from composer.loggers.wandb_logger import WandBLogger, WandBLoggerHparams, is_wandb_available
 
 __all__ = [
     "LOGGERS",
+    "LOGGER_HPARAMS",
+    "BufferedDestination",
+    "CSVLogger",
+    "CSVLoggerHparams",
     "ConsoleLogger",
+    "ConsoleLoggerHparams",
+    "FileLogger",
+    "FileLoggerHparams",
     "InMemoryLogger",
+    "InMemoryLoggerHparams",
+    "LogInterval",
     "LogLevel",
     "Logger",
     "LoggerDestination",
+    "MLflowLogger",
+    "MLflowLoggerHparams",
     "ProgressBarLogger",
+    "ProgressBarLoggerHparams",
+    "TensorboardLogger",
+    "TensorboardLoggerHparams",
+    "WandBLogger",
+    "WandBLoggerHparams",
+    "is_mlflow_available",
+    "is_tensorboard_available",
+    "is_wandb_available",
 ]
 
 # Registry name -> destination class.
 LOGGERS: dict[str, type[LoggerDestination]] = {
     "console": ConsoleLogger,
+    "csv": CSVLogger,
+    "file": FileLogger,
     "in_memory": InMemoryLogger,
+    "mlflow": MLflowLogger,
     "progress_bar": ProgressBarLogger,
+    "tensorboard": TensorboardLogger,
+    "wandb": WandBLogger,
+}
+
+# Registry name -> the config class that builds it (YAML ``loggers:`` entries).
+LOGGER_HPARAMS: dict[str, type[Hparams]] = {
+    "console": ConsoleLoggerHparams,
+    "csv": CSVLoggerHparams,
+    "file": FileLoggerHparams,
+    "in_memory": InMemoryLoggerHparams,
+    "mlflow": MLflowLoggerHparams,
+    "progress_bar": ProgressBarLoggerHparams,
+    "tensorboard": TensorboardLoggerHparams,
+    "wandb": WandBLoggerHparams,
 }

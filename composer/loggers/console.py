@@ -5,27 +5,25 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
+from composer.core.hparams import Hparams, hparams
 from composer.core.logging.logger import LoggerDestination, LogLevel
 from composer.core.state import State
-from composer.core.time import Timestamp
+from composer.core.time import Time, Timestamp
+from composer.loggers.log_interval import LogInterval
+from composer.loggers.log_value import format_record
 
-__all__ = ["ConsoleLogger"]
-
-
-def _format(value: Any) -> str:
-    if hasattr(value, "numel") and value.numel() == 1:
-        value = value.item()
-    if isinstance(value, float):
-        return f"{value:.4f}"
-    return str(value)
+__all__ = ["ConsoleLogger", "ConsoleLoggerHparams"]
 
 
 class ConsoleLogger(LoggerDestination):
     """Prints logged values, one line per call, to standard error (or ``stream``).
 
+    The Trainer adds one with ``log_to_console=True``.
+
     Args:
         log_level (LogLevel | str): The most verbose level printed (default: EPOCH, so per-batch values are not).
-        stream (TextIO, optional): Where to print. Default: ``sys.stderr``.
+        stream (TextIO, optional): Where to print. Default: ``sys.stderr`` (looked up at each print).
+        log_interval (str | Time | int): With ``log_level='batch'``, print BATCH values every this many batches.
 
     Example:
         >>> import io
@@ -37,15 +35,34 @@ class ConsoleLogger(LoggerDestination):
         '[EPOCH][epoch=0 batch=0]: metrics/eval/Accuracy: 0.5000\\n'
     """
 
-    def __init__(self, log_level: LogLevel | str = LogLevel.EPOCH, stream: TextIO | None = None) -> None:
-        self.log_level = LogLevel.parse(log_level)
+    def __init__(
+        self,
+        log_level: LogLevel | str = LogLevel.EPOCH,
+        stream: TextIO | None = None,
+        log_interval: str | Time[Any] | int = "1ba",
+    ) -> None:
+        self._interval = LogInterval(log_level, log_interval)
         self._stream = stream
 
+    @property
+    def log_level(self) -> LogLevel:
+        """The most verbose level printed."""
+        return self._interval.log_level
+
     def will_log(self, state: State, log_level: LogLevel) -> bool:
-        del state
-        return log_level <= self.log_level
+        return self._interval.will_log(state, log_level)
 
     def log_metric(self, timestamp: Timestamp, log_level: LogLevel, data: dict[str, Any]) -> None:
-        values = ", ".join(f"{k}: {_format(v)}" for k, v in data.items())
         stream = self._stream if self._stream is not None else sys.stderr
-        print(f"[{log_level.name}][epoch={int(timestamp.epoch)} batch={int(timestamp.batch)}]: {values}", file=stream)
+        print(format_record(timestamp, log_level, data), file=stream)
+
+
+@hparams
+class ConsoleLoggerHparams(Hparams):
+    """Config for :class:`ConsoleLogger` (YAML key ``console``)."""
+
+    log_level: str = "epoch"
+    log_interval: str = "1ba"
+
+    def initialize_object(self) -> ConsoleLogger:
+        return ConsoleLogger(log_level=self.log_level, log_interval=self.log_interval)

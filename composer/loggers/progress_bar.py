@@ -1,4 +1,4 @@
-"""A tqdm progress bar for training and evaluation."""
+"""Training progress on the console: bars on a terminal, one line per epoch and per evaluation elsewhere."""
 
 from __future__ import annotations
 
@@ -6,117 +6,346 @@ import sys
 import time
 from typing import Any, TextIO
 
+from composer.core.hparams import Hparams, hparams
 from composer.core.logging.logger import Logger, LoggerDestination, LogLevel
 from composer.core.state import State
-from composer.core.time import Timestamp
+from composer.core.time import Timestamp, TimeUnit
+from composer.loggers.bar_display import BarDisplay, RichDisplay, TqdmDisplay
+from composer.loggers.extras import is_package_available, require_package
+from composer.loggers.log_value import to_builtin
 
-__all__ = ["ProgressBarLogger"]
+__all__ = ["ProgressBarLogger", "ProgressBarLoggerHparams", "format_seconds"]
+
+_BACKENDS = ("auto", "tqdm", "rich")
+_LOSS = "loss/train"
 
 
-def _scalar(value: Any) -> Any:
-    item = getattr(value, "item", None)
-    if item is not None and getattr(value, "numel", lambda: 0)() == 1:
-        return item()
-    return value
+def format_seconds(seconds: float) -> str:
+    """``MM:SS`` below an hour, ``H:MM:SS`` above (a negative or unknown time reads ``?``).
+
+    Example:
+        >>> format_seconds(65.4), format_seconds(3725), format_seconds(float("nan"))
+        ('01:05', '1:02:05', '?')
+    """
+    if not seconds >= 0 or seconds == float("inf"):
+        return "?"
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
+
+
+def _number(value: Any) -> str:
+    value = to_builtin(value)
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def _in_notebook() -> bool:
+    shell = sys.modules.get("IPython")
+    get_ipython = getattr(shell, "get_ipython", None)
+    return get_ipython is not None and "ipykernel" in sys.modules and get_ipython() is not None
 
 
 class ProgressBarLogger(LoggerDestination):
-    """Shows a tqdm bar per training epoch and per evaluation, with the latest loss and metrics.
+    """Shows training progress: the loss, the evaluation metrics and the time left, per epoch and per evaluation.
 
-    The bar is written to ``stream`` (standard error by default). With ``enabled=None`` it shows only when that
-    stream is a terminal, so scripts, notebooks' captured output and doctests print nothing per batch.
+    On a terminal (and in a notebook) it draws a bar per training epoch and per evaluation, with rich when it is
+    installed and tqdm otherwise::
+
+        Epoch 0:  100%|##########| 3/3 [00:00, ETA 00:00, loss=1.0986]
+        Eval eval: 100%|##########| 1/1 [00:00, ETA 00:00, Accuracy=0.5000, CrossEntropy=1.0986]
+
+    Anywhere else (a log file, a CI job, captured output) it prints one plain line at the end of every epoch and
+    every evaluation, never per batch::
+
+        Epoch 0: 3/3 batches, loss=1.0986, 00:00, ETA 00:01
+        Eval eval at epoch 1, batch 3: 1/1 batches, Accuracy=0.5000, CrossEntropy=1.0986, 00:00
+
+    The epoch line's ETA is for the whole run, from the training time so far (evaluation excluded). Bars redraw at
+    most every ``refresh_seconds``. The bar takes the loss only at the batches where it shows it (a redraw, the last
+    batch of an epoch) and reads it from the device only then, so it adds no device synchronisation, and almost no
+    work, to other steps. The Trainer adds one unless ``progress_bar=False``.
 
     Args:
-        enabled (bool | None): Force the bar on or off; None decides by whether ``stream`` is a terminal.
-        stream (TextIO, optional): Where to draw. Default: ``sys.stderr``.
-        refresh_seconds (float): The loss shown is refreshed at most this often (reading a GPU loss syncs).
+        enabled (bool | None): None: bars on a terminal, lines elsewhere; True: always bars; False: nothing.
+        stream (TextIO, optional): Where to write. Default: ``sys.stderr``, looked up when training starts.
+        refresh_seconds (float): The least time between two redraws of a bar.
+        backend (str): ``'auto'`` (rich if installed, else tqdm), ``'tqdm'`` or ``'rich'``.
+
+    Example:
+        >>> import io
+        >>> from composer import Trainer
+        >>> out = io.StringIO()
+        >>> trainer = Trainer(model=model, train_dataloader=train_dataloader, eval_dataloader=eval_dataloader,
+        ...                   max_duration="1ep", loggers=[ProgressBarLogger(stream=out)], progress_bar=False)
+        >>> trainer.fit()
+        >>> trainer.close()
+        >>> [line.split(":")[0] for line in out.getvalue().splitlines()]
+        ['Epoch 0', 'Eval eval at epoch 1, batch 4']
     """
 
-    def __init__(self, enabled: bool | None = None, stream: TextIO | None = None, refresh_seconds: float = 0.5) -> None:
-        self._stream = stream
+    def __init__(
+        self,
+        enabled: bool | None = None,
+        stream: TextIO | None = None,
+        refresh_seconds: float = 0.5,
+        backend: str = "auto",
+    ) -> None:
+        if backend not in _BACKENDS:
+            raise ValueError(f"backend={backend!r} is not supported; expected one of {list(_BACKENDS)}.")
+        if backend == "rich":
+            require_package("rich", "ProgressBarLogger(backend='rich')")
+        if not refresh_seconds >= 0:
+            raise ValueError(f"refresh_seconds={refresh_seconds!r} must be a non-negative number of seconds.")
         self._enabled = enabled
+        self._stream = stream
         self.refresh_seconds = refresh_seconds
-        self._bar: Any = None
-        self._eval_bar: Any = None
+        self.backend = backend
+        self._display: BarDisplay | None = None
         self._latest: dict[str, Any] = {}
-        self._last_refresh = 0.0
+        # The training bar: its handle, first batch, epoch, and when it was last drawn.
+        self._train_bar: Any = None
+        self._epoch_start_batch = 0
+        self._epoch_index = 0
+        self._next_draw = 0.0
+        # Batches trained in the epoch, and how many it has (None: unknown), to know when the loss will be shown.
+        self._epoch_batches = 0
+        self._epoch_total: int | None = None
+        # Training time of the run (for the ETA): finished epochs, plus the current one since _epoch_started_at.
+        self._train_seconds = 0.0
+        self._epoch_started_at: float | None = None
+        self._eval_seconds_in_epoch = 0.0
+        # The evaluation bar.
+        self._eval_bar: Any = None
+        self._eval_count = 0
+        self._eval_total: int | None = None
+        self._eval_started_at = 0.0
+        self._next_eval_draw = 0.0
+        self._in_fit = False
+        # Metrics from evaluations inside the current epoch, shown on its bar.
+        self._fresh_metrics: set[str] = set()
+
+    # ---- configuration -----------------------------------------------------------------------------------------
 
     @property
     def stream(self) -> TextIO:
-        """The stream the bars are drawn on."""
+        """The stream written to."""
         return self._stream if self._stream is not None else sys.stderr
+
+    @property
+    def mode(self) -> str:
+        """``'bars'``, ``'lines'`` or ``'off'``, from ``enabled`` and whether :attr:`stream` is a terminal."""
+        if self._enabled is not None:
+            return "bars" if self._enabled else "off"
+        stream = self.stream
+        is_terminal = bool(getattr(stream, "isatty", lambda: False)())
+        if is_terminal or (_in_notebook() and stream in (sys.stderr, sys.stdout)):
+            return "bars"
+        return "lines"
 
     @property
     def enabled(self) -> bool:
         """Whether bars are drawn."""
-        if self._enabled is None:
-            return bool(getattr(self.stream, "isatty", lambda: False)())
-        return self._enabled
+        return self.mode == "bars"
+
+    def _get_display(self) -> BarDisplay:
+        if self._display is None:
+            use_rich = self.backend == "rich" or (self.backend == "auto" and is_package_available("rich"))
+            if use_rich and not _in_notebook():
+                self._display = RichDisplay(self.stream, force_terminal=self._enabled is True)
+            else:
+                self._display = TqdmDisplay(self.stream)
+        return self._display
+
+    # ---- values ------------------------------------------------------------------------------------------------
+
+    def will_log(self, state: State, log_level: LogLevel) -> bool:
+        # FIT and EPOCH values (evaluation metrics) always; BATCH values (the loss) only when they will be shown: a
+        # bar is due for a redraw, or this may be the last batch of the epoch. Declining the others spares the
+        # logger (and lazily computed values) the work on most batches.
+        if self._enabled is False:
+            return False
+        if log_level != LogLevel.BATCH:
+            return True
+        if self._train_bar is not None and time.monotonic() >= self._next_draw:
+            return True
+        total = self._epoch_total
+        return total is None or self._epoch_batches + 1 >= total
 
     def log_metric(self, timestamp: Timestamp, log_level: LogLevel, data: dict[str, Any]) -> None:
         del timestamp, log_level
         self._latest.update(data)
 
-    def _new_bar(self, total: int | None, desc: str, position: int) -> Any:
-        from tqdm.auto import tqdm
+    def _metrics(self, label: str) -> list[str]:
+        # The evaluator's metrics by their short names: 'Accuracy=0.5000'.
+        prefix = f"metrics/{label}/"
+        return [f"{key.removeprefix(prefix)}={_number(v)}" for key, v in self._latest.items() if key.startswith(prefix)]
 
-        return tqdm(
-            total=total, desc=desc, position=position, leave=position == 0, file=self.stream, dynamic_ncols=True
-        )
+    def _train_postfix(self) -> str:
+        parts = [f"loss={_number(self._latest[_LOSS])}"] if _LOSS in self._latest else []
+        for key, value in self._latest.items():
+            if key.startswith("metrics/") and key in self._fresh_metrics:
+                parts.append(f"{key.removeprefix('metrics/')}={_number(value)}")
+        return ", ".join(parts)
+
+    # ---- training ----------------------------------------------------------------------------------------------
+
+    def _start_epoch(self, state: State) -> None:
+        timer = state.timer
+        self._epoch_index = state.epoch
+        self._epoch_start_batch = timer.batch.value - timer.batch_in_epoch.value
+        self._epoch_started_at = time.monotonic()
+        self._eval_seconds_in_epoch = 0.0
+        self._fresh_metrics = set()
+        total = state.steps_per_epoch
+        duration = state.max_duration
+        if total is not None and duration.unit == TimeUnit.BATCH:
+            total = min(total, duration.value - self._epoch_start_batch)
+        self._epoch_batches = timer.batch_in_epoch.value
+        # Where the epoch ends, when known: a sample or token budget may end it at any batch.
+        self._epoch_total = total if duration.unit in (TimeUnit.BATCH, TimeUnit.EPOCH) else None
+        if self.mode != "bars":
+            return
+        self._train_bar = self._get_display().open(f"Epoch {self._epoch_index}", total, nested=False)
+        self._next_draw = time.monotonic() + self.refresh_seconds
 
     def epoch_start(self, state: State, logger: Logger) -> None:
         del logger
-        if not self.enabled:
-            return
-        total = state.steps_per_epoch
-        if total is not None and state.max_duration.unit.value == "ba":
-            total = min(total, state.max_duration.value - state.timer.batch.value + state.timer.batch_in_epoch.value)
-        self._bar = self._new_bar(total, f"Epoch {state.epoch}", 0)
+        self._start_epoch(state)
 
     def batch_end(self, state: State, logger: Logger) -> None:
-        del state, logger
-        if self._bar is None:
+        del logger
+        if self._epoch_started_at is None:
+            self._start_epoch(state)  # resumed in the middle of an epoch: no EPOCH_START
+        else:
+            self._epoch_batches += 1
+        if self._train_bar is None:
             return
-        self._bar.update(1)
         now = time.monotonic()
-        if now - self._last_refresh >= self.refresh_seconds and "loss/train" in self._latest:
-            self._last_refresh = now
-            self._bar.set_postfix({"loss": f"{_scalar(self._latest['loss/train']):.4f}"}, refresh=False)
+        if now >= self._next_draw:
+            self._next_draw = now + self.refresh_seconds
+            count = state.timer.batch.value - self._epoch_start_batch
+            self._get_display().update(self._train_bar, count, self._train_postfix())
 
     def epoch_end(self, state: State, logger: Logger) -> None:
+        del logger
+        if self._epoch_started_at is None:
+            return
+        count = state.timer.batch.value - self._epoch_start_batch
+        epoch_seconds = time.monotonic() - self._epoch_started_at - self._eval_seconds_in_epoch
+        self._train_seconds += epoch_seconds
+        self._epoch_started_at = None
+        if self._train_bar is not None:
+            self._get_display().finish(self._train_bar, count, self._train_postfix())
+            self._train_bar = None
+        elif self.mode == "lines":
+            total = state.steps_per_epoch
+            parts = [f"{count}/{total if total is not None else '?'} batches"]
+            if _LOSS in self._latest:
+                parts.append(f"loss={_number(self._latest[_LOSS])}")
+            parts.append(format_seconds(epoch_seconds))
+            parts.append(f"ETA {format_seconds(self._eta(state))}")
+            self._print(f"Epoch {self._epoch_index}: {', '.join(parts)}")
+
+    def _eta(self, state: State) -> float:
+        fraction = float(state.get_elapsed_duration().value)
+        if fraction <= 0:
+            return float("nan")
+        return max(0.0, self._train_seconds * (1 - fraction) / fraction)
+
+    def fit_start(self, state: State, logger: Logger) -> None:
         del state, logger
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
+        self._in_fit = True
+
+    def fit_end(self, state: State, logger: Logger) -> None:
+        del logger
+        self._in_fit = False
+        if state.stop_reason is not None and self.mode != "off":
+            timer = state.timer
+            self._print(
+                f"Training stopped at epoch {timer.epoch.value}, batch {timer.batch.value}: {state.stop_reason}"
+            )
+        if self._display is not None:
+            self._display.close()  # give the terminal back between fits
+
+    # ---- evaluation --------------------------------------------------------------------------------------------
 
     def eval_start(self, state: State, logger: Logger) -> None:
         del logger
-        if not self.enabled:
-            return
-        try:
-            total: int | None = len(state.dataloader)  # type: ignore[arg-type]
-        except TypeError:
-            total = None
-        self._eval_bar = self._new_bar(total, f"Eval {state.dataloader_label}", 1 if self._bar is not None else 0)
+        self._eval_started_at = time.monotonic()
+        self._eval_count = 0
+        self._eval_total = _eval_length(state)
+        if self.mode == "bars":
+            nested = self._train_bar is not None
+            self._eval_bar = self._get_display().open(f"Eval {state.dataloader_label}", self._eval_total, nested)
+            self._next_eval_draw = 0.0
 
     def eval_batch_end(self, state: State, logger: Logger) -> None:
         del state, logger
+        self._eval_count += 1
         if self._eval_bar is not None:
-            self._eval_bar.update(1)
+            now = time.monotonic()
+            if now >= self._next_eval_draw:
+                self._next_eval_draw = now + self.refresh_seconds
+                self._get_display().update(self._eval_bar, self._eval_count, "")
 
     def eval_end(self, state: State, logger: Logger) -> None:
         del logger
-        if self._eval_bar is None:
-            return
-        prefix = f"metrics/{state.dataloader_label}/"
-        shown = {k.removeprefix(prefix): f"{_scalar(v):.4f}" for k, v in self._latest.items() if k.startswith(prefix)}
-        self._eval_bar.set_postfix(shown, refresh=True)
-        self._eval_bar.close()
-        self._eval_bar = None
+        seconds = time.monotonic() - self._eval_started_at
+        label = str(state.dataloader_label)
+        if self._epoch_started_at is not None:  # an evaluation inside the epoch: not training time
+            self._eval_seconds_in_epoch += seconds
+            self._fresh_metrics.update(key for key in self._latest if key.startswith(f"metrics/{label}/"))
+        metrics = self._metrics(label)
+        if self._eval_bar is not None:
+            self._get_display().finish(self._eval_bar, self._eval_count, ", ".join(metrics))
+            self._eval_bar = None
+            if self._train_bar is not None:  # show the new metrics on the training bar at once
+                count = state.timer.batch.value - self._epoch_start_batch
+                self._get_display().update(self._train_bar, count, self._train_postfix())
+            elif not self._in_fit:  # Trainer.eval() outside fit: give the terminal back
+                self._get_display().close()
+        elif self.mode == "lines":
+            total = self._eval_total if self._eval_total is not None else "?"
+            timer = state.timer
+            parts = [f"{self._eval_count}/{total} batches", *metrics, format_seconds(seconds)]
+            where = f"at epoch {timer.epoch.value}, batch {timer.batch.value}"
+            self._print(f"Eval {label} {where}: {', '.join(parts)}")
+
+    # ---- output ------------------------------------------------------------------------------------------------
+
+    def _print(self, line: str) -> None:
+        if self._display is not None:
+            self._display.write(line)
+        else:
+            print(line, file=self.stream, flush=True)
 
     def close(self, state: State, logger: Logger) -> None:
         del state, logger
-        for bar in (self._eval_bar, self._bar):
-            if bar is not None:
-                bar.close()
-        self._bar = self._eval_bar = None
+        if self._display is not None:
+            self._display.close()
+            self._display = None
+        self._train_bar = self._eval_bar = None
+        self._epoch_started_at = None
+
+
+def _eval_length(state: State) -> int | None:
+    try:
+        total: int | None = len(state.dataloader)  # type: ignore[arg-type]
+    except TypeError:
+        total = None
+    for evaluator in state.evaluators:
+        if evaluator.label == state.dataloader_label and evaluator.subset_num_batches is not None:
+            total = evaluator.subset_num_batches if total is None else min(total, evaluator.subset_num_batches)
+    return total
+
+
+@hparams
+class ProgressBarLoggerHparams(Hparams):
+    """Config for :class:`ProgressBarLogger` (YAML key ``progress_bar``)."""
+
+    enabled: bool | None = None
+    refresh_seconds: float = 0.5
+    backend: str = "auto"
+
+    def initialize_object(self) -> ProgressBarLogger:
+        return ProgressBarLogger(enabled=self.enabled, refresh_seconds=self.refresh_seconds, backend=self.backend)

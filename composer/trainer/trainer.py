@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterable, Sequence
+import os
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -22,9 +24,11 @@ from composer.core.time import Time, TimeUnit
 from composer.loggers.console import ConsoleLogger
 from composer.loggers.progress_bar import ProgressBarLogger
 from composer.models.base import ComposerModel
+from composer.trainer.checkpointing import Checkpointing, epoch_batches, run_config
 from composer.trainer.devices import batch_to_device, resolve_device
 from composer.trainer.precision import make_grad_scaler, precision_context
 from composer.trainer.schedulers import TrainerSchedulers
+from composer.utils.checkpoint import save_checkpoint
 from composer.utils.module_surgery import update_optimizer_params
 from composer.utils.seeding import configure_deterministic_mode, new_seed, seed_all
 
@@ -71,6 +75,26 @@ class Trainer:
         callbacks (Sequence[Callback], optional): Observers of the loop, run after the loggers.
         progress_bar (bool): Show a progress bar on standard error when it is a terminal.
         log_to_console (bool): Print epoch-level metrics to standard error.
+        run_name (str, optional): The run's name, for ``{run_name}`` in ``save_folder``; default: generated from
+            the time. Give the same one on every launch of a run that uses ``autoresume``.
+        save_folder (str, optional): Save checkpoints here (``{run_name}`` is filled in); None saves nothing.
+        save_filename (str): Checkpoint file name pattern, over ``{epoch}``, ``{batch}``, ``{sample}``, ``{token}``,
+            ``{rank}``, ``{run_name}``, ... (a ``.safetensors`` name saves weights in that format).
+        save_latest_filename (str | None): A symbolic link to the newest checkpoint; None for none.
+        save_interval (str | Time | int | Callable): How often to save: ``'1ep'``, ``'500ba'``, ``'0.25dur'``, an int
+            (epochs), or a function ``(state) -> bool``; the final state is always saved.
+        save_num_checkpoints_to_keep (int): Keep the newest this many checkpoints; -1 keeps all.
+        save_overwrite (bool): Allow saving into a folder that already holds this run's checkpoints.
+        save_weights_only (bool): Save only the model's weights.
+        load_path (str | PathLike, optional): Load this checkpoint after ``INIT``: the whole training state (training
+            then continues where it stopped) or, with ``load_weights_only``, the weights.
+        load_weights_only (bool): Load only the model's weights from ``load_path`` (to fine-tune, say).
+        load_strict_model_weights (bool): Require the checkpoint's model keys to match the model's exactly.
+        load_ignore_keys (Sequence[str], optional): Glob patterns over the model's keys not to load (a new
+            classification head: ``['module.2.*']``).
+        autoresume (bool): Continue from the newest valid checkpoint in ``save_folder`` if there is one (mid-epoch
+            included, and exactly: the same batches, the same random draws), else start (or ``load_path``). Re-run
+            the same command after a crash and training goes on as if nothing had happened.
 
     Example:
         >>> trainer = Trainer(
@@ -111,7 +135,21 @@ class Trainer:
         callbacks: Sequence[Callback] | None = None,
         progress_bar: bool = True,
         log_to_console: bool = False,
+        run_name: str | None = None,
+        save_folder: str | None = None,
+        save_filename: str = "ep{epoch}-ba{batch}-rank{rank}.pt",
+        save_latest_filename: str | None = "latest-rank{rank}.pt",
+        save_interval: str | Time[Any] | int | Callable[..., bool] = "1ep",
+        save_num_checkpoints_to_keep: int = -1,
+        save_overwrite: bool = False,
+        save_weights_only: bool = False,
+        load_path: str | os.PathLike[str] | None = None,
+        load_weights_only: bool = False,
+        load_strict_model_weights: bool = True,
+        load_ignore_keys: Sequence[str] | None = None,
+        autoresume: bool = False,
     ) -> None:
+        arguments = dict(locals())  # the run's config, saved in checkpoints
         if not isinstance(model, ComposerModel):
             raise TypeError(
                 f"model must be a ComposerModel, got {type(model).__name__}. Wrap a classifier with "
@@ -126,6 +164,22 @@ class Trainer:
         if precision == Precision.BF16 and self.device.type == "cuda" and not torch.cuda.is_bf16_supported():
             raise ValueError("precision='bf16' but this GPU does not support bfloat16; use 'amp' or 'fp32'.")
 
+        self.checkpointing = Checkpointing(
+            run_name=run_name,
+            save_folder=save_folder,
+            save_filename=save_filename,
+            save_latest_filename=save_latest_filename,
+            save_interval=save_interval,
+            save_num_checkpoints_to_keep=save_num_checkpoints_to_keep,
+            save_overwrite=save_overwrite,
+            save_weights_only=save_weights_only,
+            load_path=load_path,
+            load_weights_only=load_weights_only,
+            load_strict_model_weights=load_strict_model_weights,
+            load_ignore_keys=load_ignore_keys,
+            autoresume=autoresume,
+        )
+        self.run_name = self.checkpointing.run_name
         self.seed = new_seed() if seed is None else seed
         if seed is None:
             log.info("No seed given; using seed=%d.", self.seed)
@@ -144,6 +198,8 @@ class Trainer:
         if log_to_console:
             destinations.append(ConsoleLogger())
         destinations.extend(loggers or [])
+        self._run_config = run_config({**arguments, "run_name": self.run_name, "seed": self.seed})
+        saver = self.checkpointing.make_saver(self._run_config)
 
         self.state = State(
             model=model,
@@ -157,7 +213,7 @@ class Trainer:
             precision=precision,
             optimizers=optimizers,
             algorithms=list(algorithms or []),
-            callbacks=[*destinations, *(callbacks or [])],
+            callbacks=[*destinations, *(callbacks or []), *([saver] if saver is not None else [])],
             device=self.device,
         )
         self._model = model  # typed handle on state.model (which algorithms may not replace wholesale)
@@ -180,6 +236,7 @@ class Trainer:
             self.state, schedulers, self.state.scale_schedule_ratio, step_schedulers_every_batch
         )
         self._create_graph = any(a.backwards_create_graph for a in self.state.algorithms)
+        self.checkpointing.load(self.state)  # load_path, or with autoresume the newest checkpoint of this run
 
     # ---- construction helpers ----------------------------------------------------------------------------------
 
@@ -268,7 +325,7 @@ class Trainer:
             if resume_at == 0:
                 engine.run_event(Event.EPOCH_START)
             num_batches = 0
-            for batch in itertools.islice(self._train_spec.dataloader, resume_at, state.steps_per_epoch):
+            for batch in epoch_batches(state, self._train_spec.dataloader, state.steps_per_epoch):
                 num_batches += 1
                 self._train_batch(batch)
                 if self._run_over():
@@ -481,6 +538,14 @@ class Trainer:
                 outputs.append(batch_to_device(out, torch.device("cpu")))
         model.train(was_training)
         return outputs
+
+    def save_checkpoint(self, path: str | os.PathLike[str], *, weights_only: bool = False) -> Path:
+        """Saves the training state (or only the weights) to ``path`` now; see ``composer.utils.checkpoint``.
+
+        Returns:
+            Path: The file written.
+        """
+        return save_checkpoint(self.state, path, weights_only=weights_only, metadata=self._run_config)
 
     def close(self) -> None:
         """Closes every callback and logger (idempotent). Called for you when training raises."""

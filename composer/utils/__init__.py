@@ -1,6 +1,25 @@
-"""Helpers by topic: seeding, model surgery."""
+"""Helpers by topic: seeding, model surgery, checkpoints."""
 
-from composer.utils.module_surgery import update_optimizer_params
+from composer.utils.checkpoint import (
+    CheckpointError,
+    load_checkpoint,
+    load_model_state,
+    read_checkpoint,
+    save_checkpoint,
+)
+from composer.utils.module_surgery import count_module_instances, replace_module_classes, update_optimizer_params
 from composer.utils.seeding import configure_deterministic_mode, new_seed, seed_all
 
-__all__ = ["configure_deterministic_mode", "new_seed", "seed_all", "update_optimizer_params"]
+__all__ = [
+    "CheckpointError",
+    "configure_deterministic_mode",
+    "count_module_instances",
+    "load_checkpoint",
+    "load_model_state",
+    "new_seed",
+    "read_checkpoint",
+    "replace_module_classes",
+    "save_checkpoint",
+    "seed_all",
+    "update_optimizer_params",
+]

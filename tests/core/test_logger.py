@@ -74,3 +74,15 @@ def test_timestamp_follows_timer():
 def test_unknown_level_raises():
     with pytest.raises(ValueError):
         Logger(make_state(), [Recorder()]).metric("sometimes", {"a": 1})
+
+
+def test_log_images_reaches_destinations_that_log_the_level():
+    class ImageRecorder(Recorder):
+        def log_images(self, timestamp, log_level, name, images):
+            self.records.append((name, images.shape, log_level))
+
+    state = make_state()
+    batch_only, epoch_only = ImageRecorder(), ImageRecorder(LogLevel.EPOCH)
+    Logger(state, [batch_only, epoch_only, Recorder()]).log_images("inputs", torch.zeros(2, 3, 4, 4))
+    assert batch_only.records == [("inputs", torch.Size([2, 3, 4, 4]), LogLevel.BATCH)]
+    assert epoch_only.records == []

@@ -1,10 +1,21 @@
 import io
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
 import torch
 
 from composer import Trainer
-from composer.loggers import ConsoleLogger, ProgressBarLogger
+from composer.callbacks import EarlyStopper
+from composer.loggers import ConsoleLogger, ProgressBarLogger, ProgressBarLoggerHparams
+from composer.loggers.extras import is_package_available
 from tests.common import SimpleModel, make_dataloader
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+BACKENDS = ["tqdm", pytest.param("rich", marks=pytest.mark.skipif(not is_package_available("rich"), reason="no rich"))]
 
 
 class FakeTerminal(io.StringIO):
@@ -12,45 +23,101 @@ class FakeTerminal(io.StringIO):
         return True
 
 
-def train(bar, **kwargs):
+def train(*loggers, max_duration="2ep", callbacks=(), lr=0.1, **kwargs):
     torch.manual_seed(0)
     model = SimpleModel()
     trainer = Trainer(
         model=model,
         train_dataloader=make_dataloader(num_samples=12, batch_size=4),
         eval_dataloader=make_dataloader(num_samples=4, seed=1),
-        max_duration="2ep",
-        optimizers=torch.optim.SGD(model.parameters(), lr=0.1),
-        loggers=[bar],
+        max_duration=max_duration,
+        optimizers=torch.optim.SGD(model.parameters(), lr=lr),
+        loggers=list(loggers),
+        callbacks=list(callbacks),
         progress_bar=False,
+        seed=0,
         **kwargs,
     )
     trainer.fit()
     trainer.close()
+    return trainer
 
 
-def test_draws_epoch_and_eval_bars_on_a_terminal():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_draws_epoch_and_eval_bars_on_a_terminal(backend):
     stream = FakeTerminal()
-    train(ProgressBarLogger(stream=stream, refresh_seconds=0.0))
-    out = stream.getvalue()
+    train(ProgressBarLogger(stream=stream, refresh_seconds=0.0, backend=backend))
+    out = ANSI.sub("", stream.getvalue())
     assert "Epoch 0" in out and "Epoch 1" in out
     assert "3/3" in out  # three batches per epoch
-    assert "Eval eval" in out and "Accuracy" in out
-    assert "loss=" in out
+    assert "Eval eval" in out and "1/1" in out
+    assert re.search(r"loss=\d\.\d{4}", out)
+    assert re.search(r"Accuracy=\d\.\d{4}, CrossEntropy=\d\.\d{4}", out)
+    assert "ETA" in out
 
 
-def test_prints_nothing_outside_a_terminal():
+def test_bars_are_redrawn_at_most_every_refresh_seconds():
+    stream = FakeTerminal()
+    train(ProgressBarLogger(stream=stream, refresh_seconds=3600, backend="tqdm"))
+    # Each epoch bar is drawn when opened, at the first batch, and when finished (twice: update and close): never
+    # once per batch.
+    draws = stream.getvalue().count("Epoch 0:")
+    assert draws <= 4
+
+
+def test_plain_lines_outside_a_terminal_only_at_epoch_and_eval_ends():
     stream = io.StringIO()
     train(ProgressBarLogger(stream=stream))
-    assert stream.getvalue() == ""
+    lines = stream.getvalue().splitlines()
+    number = r"\d\.\d{4}"
+    patterns = [
+        rf"Epoch 0: 3/3 batches, loss={number}, \d\d:\d\d, ETA \d\d:\d\d",
+        rf"Eval eval at epoch 1, batch 3: 1/1 batches, Accuracy={number}, CrossEntropy={number}, \d\d:\d\d",
+        rf"Epoch 1: 3/3 batches, loss={number}, \d\d:\d\d, ETA 00:00",
+        rf"Eval eval at epoch 2, batch 6: 1/1 batches, Accuracy={number}, CrossEntropy={number}, \d\d:\d\d",
+    ]
+    assert len(lines) == len(patterns)
+    for line, pattern in zip(lines, patterns):
+        assert re.fullmatch(pattern, line), line
 
 
-def test_default_trainer_output_is_silent_outside_a_terminal(capsys):
+def test_plain_lines_with_evaluation_every_two_batches():
+    stream = io.StringIO()
+    train(ProgressBarLogger(stream=stream), eval_interval="2ba")
+    heads = [line.split(":")[0] for line in stream.getvalue().splitlines()]
+    assert heads == [
+        "Eval eval at epoch 0, batch 2",
+        "Epoch 0",
+        "Eval eval at epoch 1, batch 4",
+        "Eval eval at epoch 1, batch 6",
+        "Epoch 1",
+    ]
+
+
+def test_the_default_trainer_prints_epoch_lines_on_stderr_and_nothing_on_stdout(capsys):
     torch.manual_seed(0)
     model = SimpleModel()
-    Trainer(model=model, train_dataloader=make_dataloader(), max_duration="1ep").fit()
+    Trainer(model=model, train_dataloader=make_dataloader(), max_duration="1ep", seed=0).fit()
     captured = capsys.readouterr()
-    assert captured.out == "" and captured.err == ""
+    assert captured.out == ""
+    assert re.fullmatch(r"Epoch 0: 4/4 batches, loss=\d\.\d{4}, \d\d:\d\d, ETA 00:00\n", captured.err)
+
+
+def test_progress_bar_false_and_enabled_false_print_nothing(capsys):
+    torch.manual_seed(0)
+    model = SimpleModel()
+    Trainer(model=model, train_dataloader=make_dataloader(), max_duration="1ep", progress_bar=False).fit()
+    stream = io.StringIO()
+    train(ProgressBarLogger(enabled=False, stream=stream))
+    assert capsys.readouterr().err == "" and stream.getvalue() == ""
+
+
+def test_an_early_stop_is_reported():
+    stream = io.StringIO()
+    stopper = EarlyStopper("metrics/eval/Accuracy", patience="1ep")
+    trainer = train(ProgressBarLogger(stream=stream), callbacks=[stopper], max_duration="5ep", lr=0.0)
+    assert trainer.state.stop_reason is not None
+    assert stream.getvalue().splitlines()[-1].startswith("Training stopped at epoch 2, batch 6: EarlyStopper:")
 
 
 def test_console_logger_prints_epoch_metrics_only():
@@ -59,3 +126,67 @@ def test_console_logger_prints_epoch_metrics_only():
     lines = stream.getvalue().splitlines()
     assert sum("metrics/eval/Accuracy" in line for line in lines) == 2
     assert not any("loss/train" in line for line in lines)
+
+
+def test_bad_arguments_and_hparams():
+    with pytest.raises(
+        ValueError, match=r"backend='curses' is not supported; expected one of \['auto', 'tqdm', 'rich'\]"
+    ):
+        ProgressBarLogger(backend="curses")
+    with pytest.raises(ValueError, match="refresh_seconds=-1"):
+        ProgressBarLogger(refresh_seconds=-1)
+    assert ProgressBarLoggerHparams(backend="tqdm").initialize_object().backend == "tqdm"
+
+
+PTY_SCRIPT = """
+import torch
+from composer import Trainer
+from tests.common import SimpleModel, make_dataloader
+torch.manual_seed(0)
+model = SimpleModel()
+trainer = Trainer(model=model, train_dataloader=make_dataloader(num_samples=12, batch_size=4),
+                  eval_dataloader=make_dataloader(num_samples=4, seed=1), max_duration="2ep",
+                  optimizers=torch.optim.SGD(model.parameters(), lr=0.1), seed=0)
+trainer.fit()
+trainer.close()
+"""
+
+
+def run_in_pty(script: str) -> str:
+    """Runs ``script`` with its standard streams on a pseudo-terminal of 120 x 40 and returns what it drew."""
+    pty = pytest.importorskip("pty")
+    import fcntl
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40")
+    root = Path(__file__).resolve().parents[2]
+    process = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=slave, stdout=slave, stderr=slave, cwd=root, env=env, close_fds=True
+    )
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    assert process.wait(timeout=120) == 0, b"".join(chunks).decode(errors="replace")
+    return ANSI.sub("", b"".join(chunks).decode(errors="replace"))
+
+
+@pytest.mark.slow  # a subprocess that imports torch
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
+def test_the_default_trainer_draws_bars_on_a_pseudo_terminal():
+    out = run_in_pty(PTY_SCRIPT)
+    assert "Epoch 0" in out and "Epoch 1" in out and "3/3" in out
+    assert re.search(r"loss=\d\.\d{4}", out)
+    assert "Eval eval" in out and re.search(r"Accuracy=\d\.\d{4}", out)
+    assert "ETA" in out
+    assert "batches," not in out  # bars, not the plain lines used off a terminal

@@ -59,6 +59,11 @@ class LoggerDestination(Callback):
         """Receives ``data`` logged at ``log_level`` at ``timestamp`` (a copy of the mapping, owned by this call)."""
         del timestamp, log_level, data
 
+    def log_images(self, timestamp: Timestamp, log_level: LogLevel, name: str, images: Any) -> None:
+        """Receives images: one (C, H, W) image or an (N, C, H, W) batch, floats in [0, 1], on the CPU (default:
+        ignored)."""
+        del timestamp, log_level, name, images
+
 
 class Logger:
     """Hands logged values to each :class:`LoggerDestination` that wants them.
@@ -120,6 +125,17 @@ class Logger:
     def metric_batch(self, data: LogData | Callable[[], LogData]) -> None:
         """Logs ``data`` at :attr:`LogLevel.BATCH`."""
         self.metric(LogLevel.BATCH, data)
+
+    def log_images(self, name: str, images: Any, log_level: LogLevel | str | int = LogLevel.BATCH) -> None:
+        """Hands ``images`` ((C, H, W) or (N, C, H, W), floats in [0, 1]) to each destination logging ``log_level``."""
+        if not self.destinations:
+            return
+        level = LogLevel.parse(log_level)
+        state = self._state
+        timestamp = state.timer.get_timestamp()
+        for destination in self.destinations:
+            if destination.will_log(state, level):
+                destination.log_images(timestamp, level, name, images)
 
     def log_metrics(self, data: LogData, log_level: LogLevel | str | int = LogLevel.BATCH) -> None:
         """Logs ``data`` (default level: BATCH); the spelling newer Composer and Lightning users know."""

@@ -1,0 +1,299 @@
+"""Exponential moving average (EMA) of the model weights, used for evaluation.
+
+Training updates the weights as usual; alongside, EMA keeps ``ema = smoothing * ema + (1 - smoothing) * w`` after
+every update interval, and evaluation runs on the averaged weights, which are usually less noisy and sometimes
+generalize better (Polyak and Juditsky 1992; used by e.g. Tan and Le 2019, https://arxiv.org/abs/1905.11946).
+:func:`compute_ema` is the update; :class:`EMA` runs it in the Trainer and swaps the averaged weights in for
+evaluation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, MutableMapping
+from typing import Any
+
+import torch
+
+from composer.algorithms.swa.swa import SWA
+from composer.core.algorithm import Algorithm
+from composer.core.event import Event
+from composer.core.hparams import Hparams, hparams
+from composer.core.logging.logger import Logger
+from composer.core.state import State
+from composer.core.time import Time, TimeUnit
+
+__all__ = ["EMA", "EMAHparams", "compute_ema", "smoothing_from_half_life"]
+
+# The half life used when neither half_life nor smoothing is given.
+_DEFAULT_HALF_LIFE = "1000ba"
+
+
+def _check_smoothing(smoothing: float) -> None:
+    if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)) or not 0.0 <= smoothing <= 1.0:
+        raise ValueError(
+            f"EMA smoothing={smoothing!r} must be in [0, 1]: the weight kept by the old average at each update "
+            "(e.g. 0.99); 0 copies the model, 1 never updates."
+        )
+
+
+def smoothing_from_half_life(half_life: float, update_interval: float = 1.0) -> float:
+    """The per-update smoothing whose weights halve every ``half_life``: ``2 ** (-update_interval / half_life)``.
+
+    Args:
+        half_life: Time for a snapshot's weight in the average to halve, positive (same unit as the interval).
+        update_interval: Time between updates. Default: 1.
+
+    Example:
+        >>> round(smoothing_from_half_life(10), 4)
+        0.933
+        >>> round(smoothing_from_half_life(10) ** 10, 6)  # ten updates halve a snapshot's weight
+        0.5
+    """
+    if not half_life > 0:
+        raise ValueError(f"half_life={half_life!r} must be positive, e.g. '1000ba'.")
+    if not update_interval > 0:
+        raise ValueError(f"update_interval={update_interval!r} must be positive, e.g. '1ba'.")
+    return math.exp(-math.log(2.0) * update_interval / half_life)
+
+
+def _named_tensors(model: torch.nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
+    yield from model.named_parameters()
+    yield from model.named_buffers()
+
+
+def compute_ema(
+    model: torch.nn.Module,
+    ema_model: torch.nn.Module | MutableMapping[str, torch.Tensor],
+    smoothing: float = 0.99,
+) -> None:
+    """Moves the weights of ``ema_model`` towards those of ``model``: ``ema = smoothing * ema + (1 - smoothing) * w``.
+
+    Every parameter and floating-point buffer (batch-norm statistics) is averaged; integer buffers (batch counts)
+    are copied. The update happens in place. A snapshot's weight halves every ``-log(2) / log(smoothing)`` updates
+    (see :func:`smoothing_from_half_life`).
+
+    Args:
+        model: The model with the latest weights.
+        ema_model: A module with the same parameter and buffer names, or a mapping from those names to tensors (as
+            :class:`EMA` keeps it).
+        smoothing: The weight of the old average, in [0, 1]. Default: 0.99.
+
+    Example:
+        >>> model, ema_model = torch.nn.Linear(1, 1, bias=False), torch.nn.Linear(1, 1, bias=False)
+        >>> _ = model.weight.data.fill_(1.0), ema_model.weight.data.fill_(0.0)
+        >>> compute_ema(model, ema_model, smoothing=0.9)
+        >>> ema_model.weight
+        Parameter containing:
+        tensor([[0.1000]], requires_grad=True)
+    """
+    _check_smoothing(smoothing)
+    targets = dict(_named_tensors(ema_model)) if isinstance(ema_model, torch.nn.Module) else ema_model
+    with torch.no_grad():
+        for name, source in _named_tensors(model):
+            target = targets.get(name)
+            if target is None:
+                raise ValueError(
+                    f"compute_ema: ema_model has no tensor named {name!r}; it must have the same parameters and "
+                    "buffers as model (a deepcopy of it, or the mapping EMA keeps)."
+                )
+            if target.device != source.device and not isinstance(ema_model, torch.nn.Module):
+                target = ema_model[name] = target.to(source.device)
+            if source.is_floating_point():
+                target.mul_(smoothing).add_(source.detach(), alpha=1.0 - smoothing)
+            else:
+                target.copy_(source)
+
+
+def _copy_weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {name: t.detach().clone() for name, t in _named_tensors(model)}
+
+
+def _load_weights(model: torch.nn.Module, weights: MutableMapping[str, torch.Tensor]) -> None:
+    with torch.no_grad():
+        for name, t in _named_tensors(model):
+            t.copy_(weights[name])
+
+
+def _parse_time(name: str, value: str, units: tuple[TimeUnit, ...]) -> Time[Any]:
+    time = Time.from_input(value)
+    if time.unit not in units:
+        raise ValueError(
+            f"EMA {name}={value!r} must be in one of the units {[u.value for u in units]} (for example '100ba')."
+        )
+    return time
+
+
+def _resolve(
+    half_life: str | None, smoothing: float | None, ema_start: str, update_interval: str | None
+) -> tuple[float, Time[Any], Time[Any]]:
+    """Checks the arguments; returns the per-update smoothing, the update interval and the start time."""
+    counts = (TimeUnit.BATCH, TimeUnit.EPOCH)
+    if half_life is not None and smoothing is not None:
+        raise ValueError(
+            f"EMA got half_life={half_life!r} and smoothing={smoothing!r}; give at most one of them (the other "
+            "stays None): half_life='1000ba', or smoothing=0.999."
+        )
+    if half_life is None and smoothing is None:
+        half_life = _DEFAULT_HALF_LIFE
+    start = _parse_time("ema_start", ema_start, (*counts, TimeUnit.DURATION))
+    if start.unit == TimeUnit.DURATION and not 0.0 <= start.value <= 1.0:
+        raise ValueError(f"EMA ema_start={ema_start!r} is a fraction of the run and must be in [0, 1].")
+    if half_life is not None:
+        half = _parse_time("half_life", half_life, counts)
+        if half.value <= 0:
+            raise ValueError(f"EMA half_life={half_life!r} must be positive, e.g. '1000ba'.")
+        interval = _parse_time("update_interval", update_interval or f"1{half.unit.value}", counts)
+        if interval.unit != half.unit:
+            raise ValueError(
+                f"EMA update_interval={update_interval!r} and half_life={half_life!r} must use the same unit."
+            )
+    else:
+        assert smoothing is not None
+        _check_smoothing(smoothing)
+        interval = _parse_time("update_interval", update_interval or "1ba", counts)
+    if interval.value < 1:
+        raise ValueError(f"EMA update_interval={update_interval!r} must be at least 1, e.g. '1ba'.")
+    if half_life is not None:
+        smoothing = smoothing_from_half_life(half.value, interval.value)
+    assert smoothing is not None
+    return float(smoothing), interval, start
+
+
+class EMA(Algorithm):
+    """Keeps an exponential moving average of the weights and evaluates with it.
+
+    After every ``update_interval`` (at ``Event.BATCH_END`` for batches, ``Event.EPOCH_END`` for epochs), from
+    ``ema_start`` on, the averaged weights move towards the model's: ``ema = smoothing * ema + (1 - smoothing) * w``
+    (:func:`compute_ema`); the first update copies the model. Parameters and floating-point buffers are averaged.
+    Evaluation runs on the averaged weights: they are swapped into the model at ``Event.EVAL_START`` and the
+    training weights are put back at ``Event.EVAL_END``, so training continues with the raw weights. Checkpoints hold
+    both: the model's state (raw weights) and this algorithm's state dict (the averaged weights). The model keeps its
+    raw weights at the end; :attr:`ema_weights` holds the average (load it with
+    ``model.load_state_dict(ema.ema_weights, strict=False)``).
+
+    EMA keeps one extra copy of the weights (and another during evaluation). It cannot be combined with
+    :class:`~composer.algorithms.swa.SWA` (both decide which weights the model ends with): that fails at ``INIT``.
+
+    Args:
+        half_life: Time for a snapshot's weight in the average to halve, in ``'ba'`` or ``'ep'``; the smoothing per
+            update is ``2 ** (-update_interval / half_life)``. Give this or ``smoothing``, not both. Default: None,
+            which means ``'1000ba'`` unless ``smoothing`` is given.
+        smoothing: The weight of the old average at each update, in [0, 1], instead of ``half_life``. Default: None.
+        ema_start: When averaging starts: ``'0.0dur'`` (a fraction of the run), ``'100ba'`` or ``'2ep'``.
+            Default: ``'0.0dur'``.
+        update_interval: Time between updates, in the unit of ``half_life``. Default: one batch or epoch (the unit
+            of ``half_life``; one batch with ``smoothing``).
+
+    Example:
+        >>> from composer import Trainer
+        >>> ema = EMA(half_life="10ba")
+        >>> trainer = Trainer(
+        ...     model=model,
+        ...     train_dataloader=train_dataloader,
+        ...     eval_dataloader=eval_dataloader,
+        ...     max_duration="2ep",
+        ...     algorithms=[ema],
+        ...     progress_bar=False,
+        ... )
+        >>> trainer.fit()  # evaluates with the averaged weights
+        >>> sorted(ema.ema_weights) == sorted(model.state_dict())
+        True
+    """
+
+    def __init__(
+        self,
+        half_life: str | None = None,
+        smoothing: float | None = None,
+        ema_start: str = "0.0dur",
+        update_interval: str | None = None,
+    ) -> None:
+        self._smoothing, self._interval, self._start = _resolve(half_life, smoothing, ema_start, update_interval)
+        self.half_life = half_life
+        self.smoothing = smoothing
+        self.ema_start = ema_start
+        self.update_interval = update_interval
+        self._update_event = Event.BATCH_END if self._interval.unit == TimeUnit.BATCH else Event.EPOCH_END
+        self._ema_weights: dict[str, torch.Tensor] | None = None
+        self._training_weights: dict[str, torch.Tensor] | None = None  # held during evaluation
+
+    @property
+    def ema_weights(self) -> dict[str, torch.Tensor] | None:
+        """The averaged parameters and buffers (name -> tensor), or None before ``ema_start``."""
+        return self._ema_weights
+
+    @property
+    def update_smoothing(self) -> float:
+        """The smoothing applied at each update."""
+        return self._smoothing
+
+    def _started(self, state: State) -> bool:
+        start = self._start
+        now = state.get_elapsed_duration() if start.unit == TimeUnit.DURATION else state.timer.get(start.unit)
+        return bool(now.value >= start.value)
+
+    def match(self, event: Event, state: State) -> bool:
+        """INIT (compatibility check), each update, and evaluation start and end once there is an average."""
+        return (
+            event == Event.INIT
+            or (
+                event == self._update_event
+                and self._started(state)
+                and state.timer.get(self._interval.unit).value % self._interval.value == 0
+            )
+            or (event == Event.EVAL_START and self._ema_weights is not None and self._training_weights is None)
+            or (event == Event.EVAL_END and self._training_weights is not None)
+        )
+
+    def apply(self, event: Event, state: State, logger: Logger) -> None:
+        """Checks compatibility (INIT), updates the average, or swaps weights around evaluation."""
+        if event == Event.INIT:
+            if any(isinstance(a, SWA) for a in state.algorithms):
+                raise ValueError(
+                    "EMA and SWA cannot run together: both average the weights and decide which ones the model "
+                    "ends with. Keep one of them in algorithms."
+                )
+        elif event == Event.EVAL_START:
+            assert self._ema_weights is not None
+            self._training_weights = _copy_weights(state.model)
+            _load_weights(state.model, self._ema_weights)
+        elif event == Event.EVAL_END:
+            assert self._training_weights is not None
+            _load_weights(state.model, self._training_weights)
+            self._training_weights = None
+        elif self._ema_weights is None:
+            self._ema_weights = _copy_weights(state.model)
+        else:
+            compute_ema(state.model, self._ema_weights, self._smoothing)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The averaged weights (name -> tensor; empty before ``ema_start``)."""
+        return {"ema_weights": dict(self._ema_weights or {})}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restores the averaged weights."""
+        self._ema_weights = dict(state["ema_weights"]) or None
+        self._training_weights = None
+
+
+@hparams
+class EMAHparams(Hparams):
+    """See :class:`EMA`.
+
+    Example:
+        >>> EMAHparams(half_life="50ba").initialize_object()
+        EMA(half_life='50ba', smoothing=None, ema_start='0.0dur', update_interval=None)
+    """
+
+    half_life: str | None = None
+    smoothing: float | None = None
+    ema_start: str = "0.0dur"
+    update_interval: str | None = None
+
+    def validate(self) -> None:
+        """Checks that at most one of half_life and smoothing is given, and the times and units."""
+        _resolve(self.half_life, self.smoothing, self.ema_start, self.update_interval)
+
+    def initialize_object(self) -> EMA:
+        """Builds the :class:`EMA` algorithm."""
+        return EMA(**self.to_dict())

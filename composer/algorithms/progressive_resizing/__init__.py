@@ -1,0 +1,14 @@
+"""Progressive resizing: train on small images first and grow them to full size (fast.ai's progressive resizing).
+
+See Howard & Gugger, "Fastai: A Layered API for Deep Learning" (2020, https://arxiv.org/abs/2002.04688).
+"""
+
+from composer.algorithms.progressive_resizing.progressive_resizing import (
+    ProgressiveResizing,
+    ProgressiveResizingHparams,
+    resize_inputs,
+    resize_scale,
+    scaled_size,
+)
+
+__all__ = ["ProgressiveResizing", "ProgressiveResizingHparams", "resize_inputs", "resize_scale", "scaled_size"]

@@ -1,0 +1,309 @@
+"""Sequence-length warmup: train on short sequences first, lengthening them step by step to the full length.
+
+Li et al. 2021, "Curriculum Learning: A Regularization Method for Efficient and Stable Billion-Scale GPT Model
+Pre-Training" (https://arxiv.org/abs/2108.06084). Early in training short sequences are cheaper per token (attention
+is quadratic in length) and stabilise large learning rates; the length grows to the full one over the first
+``duration`` of the run.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from collections.abc import Mapping, MutableMapping
+from typing import Any
+
+import torch
+
+from composer.core.algorithm import Algorithm
+from composer.core.event import Event
+from composer.core.hparams import Hparams, hparams
+from composer.core.logging.logger import Logger
+from composer.core.state import State
+
+__all__ = [
+    "SeqLengthWarmup",
+    "SeqLengthWarmupHparams",
+    "apply_seq_length_warmup",
+    "set_batch_sequence_length",
+    "warmup_seq_length",
+]
+
+# Values for the padding that reshaping adds after the last token: unscored labels, masked attention.
+_PAD_VALUES = {"labels": -100, "attention_mask": 0}
+_DEFAULT_PAD_VALUE = 0
+
+
+def _check_positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}.")
+    return value
+
+
+def _check_warmup(duration: float, min_seq_length: int, max_seq_length: int, step_size: int) -> None:
+    if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not 0.0 <= duration <= 1.0:
+        raise ValueError(
+            f"duration must be a fraction of the run in [0, 1], got {duration!r}; for example 0.3 warms up over the "
+            "first 30% of training."
+        )
+    _check_positive_int("min_seq_length", min_seq_length)
+    _check_positive_int("max_seq_length", max_seq_length)
+    _check_positive_int("step_size", step_size)
+    if min_seq_length > max_seq_length:
+        raise ValueError(
+            f"min_seq_length={min_seq_length} is greater than max_seq_length={max_seq_length}; the warmup goes from "
+            "min_seq_length up to max_seq_length, so pass min_seq_length <= max_seq_length."
+        )
+    if (max_seq_length - min_seq_length) % step_size:
+        raise ValueError(
+            f"step_size={step_size} does not divide max_seq_length - min_seq_length = "
+            f"{max_seq_length - min_seq_length} (from {min_seq_length} to {max_seq_length}), so the warmup would "
+            "never reach max_seq_length exactly. Choose a step_size that divides the difference, or move "
+            "min_seq_length."
+        )
+
+
+def warmup_seq_length(elapsed: float, duration: float, min_seq_length: int, max_seq_length: int, step_size: int) -> int:
+    """Returns the sequence length at ``elapsed`` (a fraction of the run) under the warmup schedule.
+
+    The ``n = (max_seq_length - min_seq_length) / step_size`` lengths ``min_seq_length, min_seq_length + step_size,
+    ..., max_seq_length - step_size`` each last ``duration / n`` of the run, in that order; from ``elapsed =
+    duration`` on the length is ``max_seq_length``.
+
+    Args:
+        elapsed: Fraction of training done, in ``[0, 1]``.
+        duration: Fraction of training the warmup lasts.
+        min_seq_length: Length at the start.
+        max_seq_length: Length at the end of the warmup and after it.
+        step_size: Increment between lengths; it divides ``max_seq_length - min_seq_length``.
+
+    Example:
+        >>> [warmup_seq_length(e / 10, 0.4, 8, 32, 8) for e in range(6)]
+        [8, 8, 16, 24, 32, 32]
+    """
+    _check_warmup(duration, min_seq_length, max_seq_length, step_size)
+    num_steps = (max_seq_length - min_seq_length) // step_size
+    if duration == 0 or elapsed >= duration:
+        return max_seq_length
+    return min_seq_length + step_size * min(num_steps, int(num_steps * elapsed / duration))
+
+
+def _reshape_rows(value: torch.Tensor, seq_len: int, pad_value: int) -> tuple[torch.Tensor, int]:
+    """``value (B, S, ...)`` as rows of ``seq_len``: ``(ceil(B*S / seq_len), seq_len, ...)``, and the pad count."""
+    flat = value.reshape(-1, *value.shape[2:])  # (B * S, ...): the tokens in reading order
+    num_pad = -len(flat) % seq_len
+    if num_pad:
+        flat = torch.cat([flat, flat.new_full((num_pad, *flat.shape[1:]), pad_value)])
+    return flat.reshape(-1, seq_len, *flat.shape[1:]), num_pad
+
+
+def apply_seq_length_warmup(batch: Mapping[str, Any], curr_seq_len: int, truncate: bool = True) -> Mapping[str, Any]:
+    """Returns the batch with every ``(B, S, ...)`` tensor cut to sequences of ``curr_seq_len`` tokens.
+
+    ``truncate=True`` keeps the first ``curr_seq_len`` tokens of each sequence. ``truncate=False`` keeps every
+    token: each tensor is read row after row and re-cut into rows of ``curr_seq_len`` (more, shorter sequences,
+    ``ceil(B * S / curr_seq_len)`` of them); when the tokens do not fill the last row it is padded with
+    ``labels = -100``, ``attention_mask = 0`` and ``0`` elsewhere, and an ``attention_mask`` is added if the batch
+    had none. Every key is cut the same way (``input_ids``, ``labels``, ``attention_mask``, ``token_type_ids``,
+    ...); tensors of another shape (per-sample labels) are left as they are when truncating. A batch of sequences
+    no longer than ``curr_seq_len`` is returned unchanged. The result has the batch's mapping type (a
+    ``transformers`` ``BatchEncoding`` stays one).
+
+    Args:
+        batch: A dict of tensors with ``'input_ids'`` of shape ``(B, S)``.
+        curr_seq_len: The sequence length to cut to.
+        truncate: Keep the prefix of each sequence (True) or reshape all tokens into shorter sequences (False).
+
+    Raises:
+        TypeError: If ``batch`` is not a mapping.
+        ValueError: If it has no ``'input_ids'``, or (reshaping) a batched tensor that is not ``(B, S, ...)``.
+
+    Example:
+        >>> batch = {"input_ids": torch.arange(12).view(2, 6), "labels": torch.arange(12).view(2, 6)}
+        >>> apply_seq_length_warmup(batch, curr_seq_len=4, truncate=True)["input_ids"]
+        tensor([[0, 1, 2, 3],
+                [6, 7, 8, 9]])
+        >>> reshaped = apply_seq_length_warmup(batch, curr_seq_len=4, truncate=False)
+        >>> reshaped["input_ids"]
+        tensor([[ 0,  1,  2,  3],
+                [ 4,  5,  6,  7],
+                [ 8,  9, 10, 11]])
+        >>> apply_seq_length_warmup(batch, curr_seq_len=5, truncate=False)["labels"]
+        tensor([[   0,    1,    2,    3,    4],
+                [   5,    6,    7,    8,    9],
+                [  10,   11, -100, -100, -100]])
+    """
+    if not isinstance(batch, Mapping):
+        raise TypeError(
+            f"apply_seq_length_warmup needs a batch that is a dict of tensors such as {{'input_ids': ..., "
+            f"'labels': ...}}, got a {type(batch).__name__}. Use a dataset or collator that yields dicts."
+        )
+    if "input_ids" not in batch:
+        raise ValueError(
+            f"apply_seq_length_warmup needs batch['input_ids'] of shape (B, S) to know the sequence length; the "
+            f"batch has keys {sorted(batch)}. Name the token ids 'input_ids'."
+        )
+    _check_positive_int("curr_seq_len", curr_seq_len)
+    input_ids = batch["input_ids"]
+    if not isinstance(input_ids, torch.Tensor) or input_ids.ndim != 2:
+        raise ValueError(
+            f"batch['input_ids'] must be a tensor of shape (B, S), got "
+            f"{tuple(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__}."
+        )
+    batch_size, seq_len = input_ids.shape
+    if seq_len <= curr_seq_len:
+        return batch
+    result: MutableMapping[str, Any] = copy.copy(batch) if isinstance(batch, MutableMapping) else dict(batch)
+    num_pad = 0
+    for key, value in batch.items():
+        if not isinstance(value, torch.Tensor) or value.ndim == 0:
+            continue
+        if value.ndim >= 2 and value.shape[:2] == (batch_size, seq_len):
+            if truncate:
+                result[key] = value[:, :curr_seq_len].contiguous()
+            else:
+                result[key], num_pad = _reshape_rows(value, curr_seq_len, _PAD_VALUES.get(key, _DEFAULT_PAD_VALUE))
+        elif not truncate:
+            raise ValueError(
+                f"Cannot reshape batch[{key!r}] of shape {tuple(value.shape)} into sequences of {curr_seq_len}: "
+                f"only tensors of shape (B, S, ...) = ({batch_size}, {seq_len}, ...) can be. Use truncate=True, or "
+                "drop that key from the batch."
+            )
+    if num_pad and "attention_mask" not in batch:
+        present = torch.ones(batch_size, seq_len, dtype=torch.long, device=input_ids.device)
+        result["attention_mask"], _ = _reshape_rows(present, curr_seq_len, 0)
+    return result
+
+
+def set_batch_sequence_length(batch: Mapping[str, Any], curr_seq_len: int, truncate: bool = True) -> Mapping[str, Any]:
+    """Alias of :func:`apply_seq_length_warmup` (the name in Composer's ``composer.functional``)."""
+    return apply_seq_length_warmup(batch, curr_seq_len, truncate)
+
+
+def _tile_to_length(value: Any, num_rows: int, batch_size: int, seq_len: int, length: int) -> Any:
+    """A batch entry for the pre-allocation pass: ``num_rows`` rows, sequences repeated out to ``length``."""
+    if not isinstance(value, torch.Tensor) or value.ndim == 0 or value.shape[0] != batch_size:
+        return value
+    value = value[:num_rows]
+    if value.ndim >= 2 and value.shape[1] == seq_len:
+        repeats = (1, math.ceil(length / seq_len), *([1] * (value.ndim - 2)))
+        value = value.repeat(*repeats)[:, :length]
+    return value
+
+
+class SeqLengthWarmup(Algorithm):
+    """Progressively increases the sequence length during training.
+
+    On every ``AFTER_DATALOADER`` the batch's sequences are cut to the current length (see
+    :func:`warmup_seq_length`): ``min_seq_length`` at the start, growing by ``step_size`` until ``max_seq_length``
+    at ``duration`` of the run, then ``max_seq_length`` to the end. ``truncate=True`` keeps each sequence's prefix;
+    ``truncate=False`` reshapes all tokens into more, shorter sequences (see :func:`apply_seq_length_warmup`).
+    Batches must be dicts with ``'input_ids'``, as Hugging Face collators produce them.
+
+    Changing lengths can fragment GPU memory, so on the first batch the algorithm runs one forward and backward
+    pass at ``max_seq_length`` (the batch's own tokens repeated, with ``ceil(batch_size / grad_accum)`` rows) to
+    allocate memory for the largest shape first, then clears the gradients. That pass uses no training randomness:
+    it draws nothing from ``state.rng`` and restores torch's random state (dropout) afterwards.
+
+    Args:
+        duration: Fraction of training spent warming up, in ``[0, 1]``.
+        min_seq_length: Sequence length at the start.
+        max_seq_length: Sequence length at the end of the warmup (and of the pre-allocation pass).
+        step_size: Increment of the length; must divide ``max_seq_length - min_seq_length`` (a multiple of 8 suits
+            GPUs).
+        truncate: Truncate sequences (True) or reshape their tokens into more, shorter sequences (False).
+
+    Example:
+        >>> from composer.algorithms import SeqLengthWarmup
+        >>> SeqLengthWarmup(duration=0.5, min_seq_length=16, max_seq_length=128, step_size=16)
+        SeqLengthWarmup(duration=0.5, min_seq_length=16, max_seq_length=128, step_size=16, truncate=True)
+        >>> SeqLengthWarmup(min_seq_length=8, max_seq_length=100, step_size=8)
+        Traceback (most recent call last):
+        ...
+        ValueError: step_size=8 does not divide max_seq_length - min_seq_length = 92 ...
+    """
+
+    def __init__(
+        self,
+        duration: float = 0.3,
+        min_seq_length: int = 8,
+        max_seq_length: int = 1024,
+        step_size: int = 8,
+        truncate: bool = True,
+    ) -> None:
+        _check_warmup(duration, min_seq_length, max_seq_length, step_size)
+        self.duration = duration
+        self.min_seq_length = min_seq_length
+        self.max_seq_length = max_seq_length
+        self.step_size = step_size
+        self.truncate = truncate
+        self._preallocated = False
+
+    def match(self, event: Event, state: State) -> bool:
+        """Runs on every ``AFTER_DATALOADER``."""
+        return event == Event.AFTER_DATALOADER
+
+    def apply(self, event: Event, state: State, logger: Logger) -> None:
+        """Pre-allocates memory on the first batch, then cuts the batch to the scheduled length."""
+        if not self._preallocated:
+            self._preallocate(state)
+            self._preallocated = True
+        curr_seq_len = warmup_seq_length(
+            state.get_elapsed_duration().value, self.duration, self.min_seq_length, self.max_seq_length, self.step_size
+        )
+        state.batch = apply_seq_length_warmup(state.batch_dict, curr_seq_len, self.truncate)
+        logger.metric_batch(
+            {
+                "seq_length_warmup/curr_seq_len": curr_seq_len,
+                "seq_length_warmup/curr_bs": int(state.batch["input_ids"].shape[0]),
+            }
+        )
+
+    def _preallocate(self, state: State) -> None:
+        batch = state.batch_dict
+        input_ids = batch.get("input_ids")
+        if not isinstance(input_ids, torch.Tensor) or input_ids.ndim != 2:
+            return  # apply_seq_length_warmup reports the problem with the batch
+        batch_size, seq_len = input_ids.shape
+        num_rows = math.ceil(batch_size / state.grad_accum)
+        full = {
+            key: _tile_to_length(value, num_rows, batch_size, seq_len, self.max_seq_length)
+            for key, value in batch.items()
+        }
+        model: Any = state.model
+        cuda_devices = [state.device] if state.device.type == "cuda" else []
+        # fork_rng restores torch's CPU (and this GPU's) random state afterwards, so dropout here draws nothing
+        # that training would have drawn.
+        with torch.random.fork_rng(devices=cuda_devices):
+            outputs = model(full)
+            loss = model.loss(outputs, full)
+            losses = [loss] if isinstance(loss, torch.Tensor) else list(loss)
+            torch.autograd.backward(torch.stack([part.float() for part in losses]).sum())
+        model.zero_grad(set_to_none=True)
+        for optimizer in state.optimizers:
+            optimizer.zero_grad(set_to_none=True)
+
+
+@hparams
+class SeqLengthWarmupHparams(Hparams):
+    """Config for :class:`SeqLengthWarmup`; the fields are its arguments, with the same defaults.
+
+    Example:
+        >>> SeqLengthWarmupHparams(max_seq_length=512).initialize_object()
+        SeqLengthWarmup(duration=0.3, min_seq_length=8, max_seq_length=512, step_size=8, truncate=True)
+    """
+
+    duration: float = 0.3
+    min_seq_length: int = 8
+    max_seq_length: int = 1024
+    step_size: int = 8
+    truncate: bool = True
+
+    def validate(self) -> None:
+        """Checks the fields as :class:`SeqLengthWarmup` does."""
+        _check_warmup(self.duration, self.min_seq_length, self.max_seq_length, self.step_size)
+
+    def initialize_object(self) -> SeqLengthWarmup:
+        """Returns the :class:`SeqLengthWarmup` these fields describe."""
+        return SeqLengthWarmup(**dataclasses.asdict(self))

@@ -1,0 +1,320 @@
+"""Stochastic Depth (Huang et al. 2016): train a ResNet as an ensemble of shallower networks by dropping blocks.
+
+:func:`apply_stochastic_depth` swaps a model's residual blocks for their stochastic versions (see
+:mod:`~composer.algorithms.stochastic_depth.stochastic_layers`), with drop rates that are the same for every block
+(``"uniform"``) or grow linearly with depth (``"linear"``); :class:`StochasticDepth` does that at ``Event.INIT`` and
+can warm the drop rate up over the start of training.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from composer.algorithms.stochastic_depth.stochastic_layers import (
+    StochasticBasicBlock,
+    StochasticBottleneck,
+    _check_drop_rate,
+    _check_stochastic_method,
+    _StochasticBlock,
+)
+from composer.core.algorithm import Algorithm
+from composer.core.event import Event
+from composer.core.hparams import Hparams, hparams
+from composer.core.logging.logger import Logger
+from composer.core.state import State
+from composer.models.resnet import BasicBlock, Bottleneck
+from composer.utils.module_surgery import ReplacementPolicy, replace_module_classes
+
+__all__ = [
+    "DROP_DISTRIBUTIONS",
+    "STOCHASTIC_LAYER_MAPPING",
+    "StochasticDepth",
+    "StochasticDepthHparams",
+    "apply_stochastic_depth",
+]
+
+DROP_DISTRIBUTIONS = ("uniform", "linear")
+
+
+def _torchvision_blocks() -> tuple[tuple[type[nn.Module], ...], tuple[type[nn.Module], ...]]:
+    # torchvision's blocks share our attribute names (conv1, bn1, ..., downsample), so the same stochastic classes
+    # adopt them; torchvision is optional.
+    if importlib.util.find_spec("torchvision") is None:
+        return (), ()
+    from torchvision.models import resnet as tv_resnet
+
+    return (tv_resnet.Bottleneck,), (tv_resnet.BasicBlock,)
+
+
+_TV_BOTTLENECK, _TV_BASIC_BLOCK = _torchvision_blocks()
+
+STOCHASTIC_LAYER_MAPPING: dict[str, tuple[tuple[type[nn.Module], ...], type[_StochasticBlock]]] = {
+    "ResNetBottleneck": ((Bottleneck, *_TV_BOTTLENECK), StochasticBottleneck),
+    "ResNetBasicBlock": ((BasicBlock, *_TV_BASIC_BLOCK), StochasticBasicBlock),
+}
+"""Target layer name -> (the block classes it covers, ours and torchvision's when installed; the stochastic class)."""
+
+
+def _check_target_layer_name(target_layer_name: str) -> None:
+    if target_layer_name not in STOCHASTIC_LAYER_MAPPING:
+        raise ValueError(
+            f"target_layer_name={target_layer_name!r} is not in STOCHASTIC_LAYER_MAPPING; choose one of "
+            f"{sorted(STOCHASTIC_LAYER_MAPPING)} ('ResNetBottleneck' for ResNet-50/101/152, 'ResNetBasicBlock' for "
+            "ResNet-18/34 and CIFAR ResNets)."
+        )
+
+
+def _check_drop_distribution(drop_distribution: str) -> None:
+    if drop_distribution not in DROP_DISTRIBUTIONS:
+        raise ValueError(
+            f"drop_distribution={drop_distribution!r} is not supported; choose one of {list(DROP_DISTRIBUTIONS)}."
+        )
+
+
+def _layer_drop_rate(drop_rate: float, module_id: int, module_count: int, drop_distribution: str) -> float:
+    # "linear": the i-th of M blocks (0-based) drops with (i + 1) / M * drop_rate, so the last one with drop_rate.
+    if drop_distribution == "linear":
+        return drop_rate * (module_id + 1) / module_count
+    return drop_rate
+
+
+def _set_drop_rates(model: nn.Module, drop_rate: float, drop_distribution: str) -> None:
+    for module in model.modules():
+        if isinstance(module, _StochasticBlock):
+            module.drop_rate = _layer_drop_rate(drop_rate, module.module_id, module.module_count, drop_distribution)
+
+
+def apply_stochastic_depth(
+    model: nn.Module,
+    stochastic_method: str,
+    target_layer_name: str,
+    drop_rate: float = 0.2,
+    drop_distribution: str = "linear",
+    use_same_gpu_seed: bool = True,
+    generator: torch.Generator | None = None,
+    optimizers: torch.optim.Optimizer | Sequence[torch.optim.Optimizer] | None = None,
+) -> None:
+    """Applies Stochastic Depth (Huang et al.) to the specified model, in place.
+
+    Every block of the target kind becomes its stochastic version, which in training randomly drops either the whole
+    block (``"block"``, as in the paper) or individual samples within it (``"sample"``, as in the EfficientNet
+    TensorFlow/TPU code); see :mod:`~composer.algorithms.stochastic_depth.stochastic_layers` for the exact rules.
+    The ``i``-th of ``M`` blocks (0-based, in the order the model defines them) gets the drop rate ``drop_rate``
+    (``"uniform"``) or ``(i + 1) / M * drop_rate`` (``"linear"``). The stochastic blocks adopt the original layers,
+    so the weights and any optimizer training them carry over.
+
+    Args:
+        model: Model containing modules to be replaced with stochastic versions.
+        stochastic_method: ``"block"`` randomly drops blocks during training; ``"sample"`` randomly drops samples
+            within a block during training.
+        target_layer_name: Block to replace with a stochastic equivalent: a key of ``STOCHASTIC_LAYER_MAPPING``,
+            ``"ResNetBottleneck"`` or ``"ResNetBasicBlock"`` (ours and torchvision's).
+        drop_rate: The base probability of dropping a layer or sample, in [0.0, 1.0].
+        drop_distribution: ``"uniform"`` (every block gets ``drop_rate``) or ``"linear"`` (rising linearly from
+            ``drop_rate / M`` for the first block to ``drop_rate`` for the last).
+        use_same_gpu_seed: Recorded on the blocks. Whether the same blocks drop on every GPU depends on
+            ``generator``: pass one seeded alike on every process for True (see :class:`StochasticDepth`).
+        generator: The ``torch.Generator`` the blocks draw from; None uses torch's default generator.
+        optimizers: Optimizers already training ``model``, kept in step (see
+            :func:`~composer.utils.replace_module_classes`).
+
+    Raises:
+        ValueError: If ``stochastic_method``, ``target_layer_name``, ``drop_rate`` or ``drop_distribution`` is not
+            one of the allowed values.
+
+    Example:
+        >>> from composer.models import cifar_resnet
+        >>> model = cifar_resnet(depth=20)  # 9 basic blocks
+        >>> apply_stochastic_depth(model, "block", "ResNetBasicBlock", drop_rate=0.9, drop_distribution="linear",
+        ...                        generator=torch.Generator().manual_seed(0))
+        >>> [round(m.drop_rate, 2) for m in model.modules() if isinstance(m, StochasticBasicBlock)]
+        [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    """
+    _check_stochastic_method(stochastic_method)
+    _check_target_layer_name(target_layer_name)
+    _check_drop_rate(drop_rate)
+    _check_drop_distribution(drop_distribution)
+    target_classes, stochastic_class = STOCHASTIC_LAYER_MAPPING[target_layer_name]
+    # Blocks that are already stochastic (a subclass of our blocks) stay as they are.
+    targets = [m for m in model.modules() if isinstance(m, target_classes) and not isinstance(m, _StochasticBlock)]
+    module_count = len(targets)
+    next_id = iter(range(module_count))
+
+    def policy(module: nn.Module, index: int) -> nn.Module | None:
+        if isinstance(module, _StochasticBlock):
+            return None
+        module_id = next(next_id)
+        return stochastic_class.from_target_layer(
+            module,
+            drop_rate=_layer_drop_rate(drop_rate, module_id, module_count, drop_distribution),
+            module_id=module_id,
+            module_count=module_count,
+            use_same_gpu_seed=use_same_gpu_seed,
+            use_same_depth_across_gpus=drop_distribution == "uniform",
+            rand_generator=generator,
+            stochastic_method=stochastic_method,
+        )
+
+    policies: dict[type[nn.Module], ReplacementPolicy] = dict.fromkeys(target_classes, policy)
+    replace_module_classes(model, policies, optimizers=optimizers)
+
+
+class StochasticDepth(Algorithm):
+    """Applies Stochastic Depth (Huang et al.) to the specified model.
+
+    The algorithm replaces the specified target layer with a stochastic version of the layer. The stochastic layer
+    randomly drops either samples or the layer itself, depending on ``stochastic_method``. The block-wise version
+    follows the original paper; the sample-wise version follows the implementation used for EfficientNet in the
+    TensorFlow/TPU repo. Surgery happens at ``Event.INIT`` (see :func:`apply_stochastic_depth`); with
+    ``drop_warmup > 0`` the drop rate starts at 0 and rises linearly to ``drop_rate`` over that fraction of the run,
+    updated at every ``Event.BATCH_START`` from ``state.get_elapsed_duration()``. The algorithm runs first
+    (``run_first``), and with ``"block"`` it tells DDP to expect unused parameters.
+
+    Randomness: every draw comes from an explicit ``torch.Generator``, never the global one. With
+    ``use_same_gpu_seed=True`` and ``"block"``, the blocks share a generator that the algorithm seeds from the run's
+    ``rank_zero_seed``, so every process draws the same numbers and drops the same blocks; it is saved in the
+    algorithm's ``state_dict``. Otherwise (``use_same_gpu_seed=False``, or ``"sample"``, where each process sees
+    different samples anyway) the blocks draw from ``state.rng``, which each process seeds with
+    ``rank_zero_seed + rank`` and which the State saves in checkpoints.
+
+    Logs ``stochastic_depth/num_stochastic_layers`` at INIT and ``stochastic_depth/drop_rate`` while warming up.
+
+    Args:
+        stochastic_method: ``"block"`` randomly drops blocks during training; ``"sample"`` randomly drops samples
+            within a block during training.
+        target_layer_name: Block to replace with a stochastic block equivalent, a key of
+            ``STOCHASTIC_LAYER_MAPPING``: ``"ResNetBottleneck"`` or ``"ResNetBasicBlock"``.
+        drop_rate: The base probability of dropping a layer or sample, in [0.0, 1.0].
+        drop_distribution: How ``drop_rate`` is distributed across layers: ``"uniform"`` assigns the same rate to
+            every layer; ``"linear"`` increases it linearly with depth, ending with ``drop_rate``.
+        drop_warmup: Fraction of training over which the drop rate rises linearly from 0 to ``drop_rate``, in
+            [0.0, 1.0].
+        use_same_gpu_seed: Drop the same layers on every GPU (True) or a different set per GPU (False). Only used
+            with ``"block"``.
+
+    Example:
+        >>> from composer import Trainer
+        >>> from composer.models import cifar_resnet
+        >>> from torch.utils.data import DataLoader, TensorDataset
+        >>> model = cifar_resnet(depth=8)
+        >>> data = DataLoader(TensorDataset(torch.randn(8, 3, 16, 16), torch.randint(0, 10, (8,))), batch_size=4)
+        >>> algorithm = StochasticDepth(stochastic_method="block", target_layer_name="ResNetBasicBlock",
+        ...                             drop_rate=0.5, drop_distribution="uniform")
+        >>> trainer = Trainer(model=model, train_dataloader=data, max_duration="1ep", algorithms=[algorithm],
+        ...                   progress_bar=False)
+        >>> trainer.fit()
+        >>> type(model.module.layer1[0]).__name__, model.module.layer1[0].drop_rate
+        ('StochasticBasicBlock', 0.5)
+    """
+
+    run_first = True
+
+    def __init__(
+        self,
+        stochastic_method: str,
+        target_layer_name: str,
+        drop_rate: float = 0.2,
+        drop_distribution: str = "linear",
+        drop_warmup: float = 0.0,
+        use_same_gpu_seed: bool = True,
+    ) -> None:
+        _check_stochastic_method(stochastic_method)
+        _check_target_layer_name(target_layer_name)
+        _check_drop_rate(drop_rate)
+        _check_drop_distribution(drop_distribution)
+        _check_drop_rate(drop_warmup, name="drop_warmup")
+        self.stochastic_method = stochastic_method
+        self.target_layer_name = target_layer_name
+        self.drop_rate = drop_rate
+        self.drop_distribution = drop_distribution
+        self.drop_warmup = drop_warmup
+        self.use_same_gpu_seed = use_same_gpu_seed
+        self._generator: torch.Generator | None = None  # the shared generator, when use_same_gpu_seed applies
+        self._pending_generator_state: torch.Tensor | None = None
+
+    @property
+    def find_unused_parameters(self) -> bool:
+        """True with ``"block"``: a dropped block's parameters get no gradient that step."""
+        return self.stochastic_method == "block"
+
+    def match(self, event: Event, state: State) -> bool:
+        """Runs at ``Event.INIT``, and at every ``Event.BATCH_START`` when ``drop_warmup > 0``."""
+        return event == Event.INIT or (event == Event.BATCH_START and self.drop_warmup > 0)
+
+    def apply(self, event: Event, state: State, logger: Logger) -> None:
+        """INIT: replaces the target blocks. BATCH_START: sets the warmed-up drop rate on every stochastic block."""
+        if event == Event.INIT:
+            apply_stochastic_depth(
+                state.model,
+                stochastic_method=self.stochastic_method,
+                target_layer_name=self.target_layer_name,
+                drop_rate=self.drop_rate,
+                drop_distribution=self.drop_distribution,
+                use_same_gpu_seed=self.use_same_gpu_seed,
+                generator=self._make_generator(state),
+            )
+            count = sum(isinstance(m, _StochasticBlock) for m in state.model.modules())
+            logger.metric_fit({"stochastic_depth/num_stochastic_layers": count})
+        if self.drop_warmup > 0:
+            warmup_done = min(1.0, state.get_elapsed_duration().value / self.drop_warmup)
+            _set_drop_rates(state.model, warmup_done * self.drop_rate, self.drop_distribution)
+            logger.metric_batch({"stochastic_depth/drop_rate": warmup_done * self.drop_rate})
+
+    def _make_generator(self, state: State) -> torch.Generator:
+        if self.stochastic_method != "block" or not self.use_same_gpu_seed:
+            return state.rng
+        self._generator = torch.Generator().manual_seed(state.rank_zero_seed)
+        if self._pending_generator_state is not None:
+            self._generator.set_state(self._pending_generator_state)
+            self._pending_generator_state = None
+        return self._generator
+
+    def state_dict(self) -> dict[str, Any]:
+        """The state of the shared generator, when the algorithm owns one (or has one loaded, waiting for INIT)."""
+        if self._generator is not None:
+            return {"generator": self._generator.get_state()}
+        return {} if self._pending_generator_state is None else {"generator": self._pending_generator_state}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restores the shared generator (now, or at INIT if the surgery has not happened yet)."""
+        if "generator" not in state:
+            return
+        if self._generator is None:
+            self._pending_generator_state = state["generator"]
+        else:
+            self._generator.set_state(state["generator"])
+
+
+@hparams
+class StochasticDepthHparams(Hparams):
+    """See :class:`StochasticDepth`. (The fields come in the order the seed gives them.)
+
+    Example:
+        >>> StochasticDepthHparams(stochastic_method="sample", target_layer_name="ResNetBottleneck").initialize_object()
+        StochasticDepth(stochastic_method='sample', target_layer_name='ResNetBottleneck', drop_rate=0.2, drop_distribution='linear', drop_warmup=0.0, use_same_gpu_seed=True)
+    """
+
+    stochastic_method: str
+    target_layer_name: str
+    drop_rate: float = 0.2
+    drop_distribution: str = "linear"
+    use_same_gpu_seed: bool = True
+    drop_warmup: float = 0.0
+
+    def validate(self) -> None:
+        """Checks every field against its allowed values."""
+        _check_stochastic_method(self.stochastic_method)
+        _check_target_layer_name(self.target_layer_name)
+        _check_drop_rate(self.drop_rate)
+        _check_drop_distribution(self.drop_distribution)
+        _check_drop_rate(self.drop_warmup, name="drop_warmup")
+
+    def initialize_object(self) -> StochasticDepth:
+        """Builds the :class:`StochasticDepth` algorithm."""
+        return StochasticDepth(**dataclasses.asdict(self))

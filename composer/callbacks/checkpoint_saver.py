@@ -1,0 +1,288 @@
+"""Saves checkpoints during training: when, under which name, how many to keep, and the 'latest' link."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+import warnings
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from composer.core.callback import Callback
+from composer.core.event import Event
+from composer.core.hparams import Hparams, hparams
+from composer.core.logging.logger import Logger
+from composer.core.state import State
+from composer.core.time import Time, TimeUnit
+from composer.utils.checkpoint import (
+    find_checkpoints,
+    format_checkpoint_name,
+    link_latest,
+    remove_stale_temporary_files,
+    save_checkpoint,
+)
+
+__all__ = ["CheckpointSaver", "CheckpointSaverHparams"]
+
+log = logging.getLogger(__name__)
+
+SaveInterval = str | Time[Any] | int | Callable[..., bool]
+
+
+class CheckpointSaver(Callback):
+    """Saves the training state at an interval, atomically, keeping the newest ``num_checkpoints_to_keep``.
+
+    A checkpoint is written at ``BATCH_CHECKPOINT`` or ``EPOCH_CHECKPOINT`` when the interval says so, and once
+    more at the last ``EPOCH_CHECKPOINT`` of the run, so the final state is always saved. Each file is written by
+    :func:`composer.utils.checkpoint.save_checkpoint` (temporary file, fsync, rename; with a checksum); then the
+    ``latest`` link is pointed at it, and the oldest checkpoints beyond ``num_checkpoints_to_keep`` are deleted. The
+    state is replicated across processes, so only rank 0 writes. The Trainer adds one of these for you when given
+    ``save_folder``.
+
+    Args:
+        folder (str): Where checkpoints go; ``{run_name}`` is filled in. Default: ``'checkpoints'``.
+        filename (str): The file name pattern (it may contain ``/``), over ``{run_name}``, ``{rank}``, ``{epoch}``,
+            ``{batch}``, ``{sample}``, ``{token}`` and their ``*_in_epoch`` forms. A ``.safetensors`` name saves the
+            weights in that format (with ``weights_only``). Default: ``'ep{epoch}-ba{batch}-rank{rank}.pt'``.
+        latest_filename (str | None): The name of the symbolic link to the newest checkpoint (``{run_name}`` and
+            ``{rank}`` allowed); None for no link. Default: ``'latest-rank{rank}.pt'``.
+        save_interval (str | Time | int | Callable): ``'1ep'``, ``'500ba'``, ``'10000sp'``, ``'0.25dur'``, an int
+            (epochs), or a function ``(state) -> bool`` or ``(state, event) -> bool`` asked at both checkpoint
+            events. Default: ``'1ep'``.
+        num_checkpoints_to_keep (int): Keep the newest this many checkpoints this saver wrote; -1 keeps them all.
+        overwrite (bool): Allow saving into a folder that already holds checkpoints of this pattern (needed to
+            continue a run; the Trainer sets it with ``autoresume``).
+        weights_only (bool): Save only the model's weights (such checkpoints cannot resume training).
+        run_name (str, optional): The run's name, for ``{run_name}``.
+        metadata (Mapping, optional): The run's config (plain values), stored in every checkpoint.
+
+    Attributes:
+        folder_path (Path | None): The folder, once known (at ``INIT``), with ``{run_name}`` filled in.
+        saved_checkpoints (list[Path]): The checkpoints this saver wrote that still exist, oldest first.
+
+    Example:
+        >>> import tempfile
+        >>> from composer import Trainer
+        >>> saver = CheckpointSaver(folder=tempfile.mkdtemp(), save_interval="2ba", num_checkpoints_to_keep=1)
+        >>> trainer = Trainer(model=model, train_dataloader=train_dataloader, max_duration="4ba",
+        ...                   callbacks=[saver], progress_bar=False)
+        >>> trainer.fit()
+        >>> [p.name for p in saver.saved_checkpoints]
+        ['ep1-ba4-rank0.pt']
+        >>> trainer.close()
+    """
+
+    def __init__(
+        self,
+        folder: str = "checkpoints",
+        filename: str = "ep{epoch}-ba{batch}-rank{rank}.pt",
+        latest_filename: str | None = "latest-rank{rank}.pt",
+        save_interval: SaveInterval = "1ep",
+        num_checkpoints_to_keep: int = -1,
+        overwrite: bool = False,
+        weights_only: bool = False,
+        run_name: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        if "{run_name}" in folder + filename + (latest_filename or "") and run_name is None:
+            raise ValueError(
+                f"The checkpoint folder {folder!r} or file name {filename!r} uses {{run_name}} but run_name is None; "
+                "pass run_name= (the Trainer passes its own), or drop {run_name} from the pattern."
+            )
+        for pattern in (folder, filename, latest_filename or ""):
+            format_checkpoint_name(pattern)  # raises on unknown fields
+        if not isinstance(num_checkpoints_to_keep, int) or num_checkpoints_to_keep == 0 or num_checkpoints_to_keep < -1:
+            raise ValueError(
+                f"num_checkpoints_to_keep={num_checkpoints_to_keep!r} must be a positive number of checkpoints, or -1 "
+                "to keep them all."
+            )
+        self.folder = folder
+        self.filename = filename
+        self.latest_filename = latest_filename
+        self.num_checkpoints_to_keep = num_checkpoints_to_keep
+        self.overwrite = overwrite
+        self.weights_only = weights_only
+        self.run_name = run_name or ""
+        self.metadata = dict(metadata or {})
+        self.folder_path: Path | None = None
+        self.saved_checkpoints: list[Path] = []
+        self._interval_function, self._interval = _parse_interval(save_interval)
+        self._last_saved: tuple[int, int] | None = None  # (epoch, batch) of the last save
+        self._bucket: int | None = None  # for sample, token and duration intervals: which multiple we are past
+
+    # ---- events ------------------------------------------------------------------------------------------------
+
+    def init(self, state: State, logger: Logger) -> None:
+        del logger
+        folder = self._folder()
+        if state.rank != 0:
+            return
+        for path in remove_stale_temporary_files(folder):
+            log.info("Removed %s, left by a save that was interrupted.", path)
+        if self.overwrite:
+            return
+        existing = find_checkpoints(folder, self.filename, self.run_name)
+        if existing:
+            raise ValueError(
+                f"The checkpoint folder {folder} already holds checkpoints of this run's pattern "
+                f"{self.filename!r} (newest: {existing[0].name}). To continue that run, pass autoresume=True to the "
+                "Trainer; to write over them, save_overwrite=True (CheckpointSaver: overwrite=True); otherwise "
+                "choose another run_name or save_folder."
+            )
+
+    def fit_start(self, state: State, logger: Logger) -> None:
+        del logger
+        if self._interval is not None and self._interval.unit not in (TimeUnit.EPOCH, TimeUnit.BATCH):
+            self._bucket = self._bucket_of(state, self._interval)
+
+    def batch_checkpoint(self, state: State, logger: Logger) -> None:
+        del logger
+        if self._due(state, Event.BATCH_CHECKPOINT):
+            self.save(state)
+
+    def epoch_checkpoint(self, state: State, logger: Logger) -> None:
+        del logger
+        if self._due(state, Event.EPOCH_CHECKPOINT):
+            self.save(state)
+
+    # ---- saving ------------------------------------------------------------------------------------------------
+
+    def save(self, state: State) -> Path | None:
+        """Saves a checkpoint now, updates the 'latest' link and deletes the oldest beyond the limit.
+
+        Returns:
+            Path | None: The file written (None on ranks other than 0, which write nothing).
+        """
+        if state.rank != 0:
+            return None
+        folder = self._folder()
+        path = folder / format_checkpoint_name(self.filename, state, run_name=self.run_name)
+        previous = (self._last_saved, list(self.saved_checkpoints))
+        # Recorded before saving, so that the checkpoint lists itself and not the files about to be deleted: a run
+        # resumed from it prunes exactly what this one would have.
+        self._last_saved = (state.timer.epoch.value, state.timer.batch.value)
+        kept = [p for p in self.saved_checkpoints if p != path] + [path]
+        keep = self.num_checkpoints_to_keep
+        stale = kept[:-keep] if keep > 0 else []
+        self.saved_checkpoints = kept[len(stale) :]
+        try:
+            save_checkpoint(state, path, weights_only=self.weights_only, metadata=self.metadata)
+        except BaseException:
+            self._last_saved, self.saved_checkpoints = previous
+            raise
+        log.info("Saved checkpoint %s", path)
+        if self.latest_filename is not None:
+            link = folder / format_checkpoint_name(self.latest_filename, run_name=self.run_name)
+            try:
+                link_latest(link, path)
+            except OSError as e:
+                warnings.warn(f"Could not point {link} at {path} ({e}); the checkpoint itself is saved.", stacklevel=2)
+        for old in stale:  # only once the new checkpoint is safely on disk
+            old.unlink(missing_ok=True)
+        return path
+
+    def _folder(self) -> Path:
+        if self.folder_path is None:
+            self.folder_path = Path(format_checkpoint_name(self.folder, run_name=self.run_name))
+        return self.folder_path
+
+    def _due(self, state: State, event: Event) -> bool:
+        timer = state.timer
+        if self._last_saved == (timer.epoch.value, timer.batch.value):
+            return False  # already saved at this time (a batch interval ending the epoch, then the epoch event)
+        if event is Event.EPOCH_CHECKPOINT and (
+            state.stop_requested or timer.get(state.max_duration.unit) >= state.max_duration
+        ):
+            return True  # the run is over: always keep its final state
+        if self._interval_function is not None:
+            return bool(self._interval_function(state, event))
+        interval = self._interval
+        assert interval is not None
+        if interval.unit == TimeUnit.EPOCH:
+            return event is Event.EPOCH_CHECKPOINT and timer.epoch.value % interval.value == 0
+        if event is not Event.BATCH_CHECKPOINT:
+            return False
+        if interval.unit == TimeUnit.BATCH:
+            return bool(timer.batch.value % interval.value == 0)
+        bucket = self._bucket_of(state, interval)
+        crossed = self._bucket is not None and bucket > self._bucket
+        self._bucket = bucket
+        return crossed
+
+    @staticmethod
+    def _bucket_of(state: State, interval: Time[Any]) -> int:
+        # How many whole intervals lie behind us; a save is due whenever this grows.
+        if interval.unit == TimeUnit.DURATION:
+            return math.floor(float(state.get_elapsed_duration().value) / float(interval.value) + 1e-9)
+        return int(state.timer.get(interval.unit).value // interval.value)
+
+    # ---- serialization -----------------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        folder = self._folder()
+        return {
+            "saved_checkpoints": [
+                p.relative_to(folder).as_posix() if p.is_relative_to(folder) else str(p) for p in self.saved_checkpoints
+            ],
+            "last_saved": list(self._last_saved) if self._last_saved is not None else None,
+            "bucket": self._bucket,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        folder = self._folder()
+        self.saved_checkpoints = [folder / p for p in state.get("saved_checkpoints", [])]
+        last = state.get("last_saved")
+        self._last_saved = (int(last[0]), int(last[1])) if last is not None else None
+        self._bucket = state.get("bucket")
+
+
+def _parse_interval(save_interval: SaveInterval) -> tuple[Callable[[State, Event], bool] | None, Time[Any] | None]:
+    if callable(save_interval) and not isinstance(save_interval, (str, Time)):
+        function = save_interval
+        try:
+            takes_event = len(inspect.signature(function).parameters) >= 2
+        except (TypeError, ValueError):
+            takes_event = True
+        if takes_event:
+            return function, None
+        return (lambda state, event: function(state)), None
+    try:
+        interval = Time.from_input(save_interval, default_unit=TimeUnit.EPOCH)
+    except (TypeError, ValueError) as e:
+        raise ValueError(
+            f"save_interval={save_interval!r} is not a time: use '1ep', '500ba', '10000sp', '2048tok', '0.25dur', an "
+            f"int (epochs), or a function (state) -> bool. ({e})"
+        ) from None
+    if not interval.value > 0:
+        raise ValueError(f"save_interval={save_interval!r} must be positive, for example '1ep' or '500ba'.")
+    if interval.unit == TimeUnit.DURATION and interval.value > 1:
+        raise ValueError(f"save_interval={save_interval!r} is more than the whole run; use at most '1dur'.")
+    return None, interval
+
+
+@hparams
+class CheckpointSaverHparams(Hparams):
+    """Config for :class:`CheckpointSaver` (YAML key ``checkpoint_saver``)."""
+
+    folder: str = "checkpoints"
+    filename: str = "ep{epoch}-ba{batch}-rank{rank}.pt"
+    latest_filename: str | None = "latest-rank{rank}.pt"
+    save_interval: str = "1ep"
+    num_checkpoints_to_keep: int = -1
+    overwrite: bool = False
+    weights_only: bool = False
+    run_name: str | None = None
+
+    def initialize_object(self) -> CheckpointSaver:
+        return CheckpointSaver(
+            folder=self.folder,
+            filename=self.filename,
+            latest_filename=self.latest_filename,
+            save_interval=self.save_interval,
+            num_checkpoints_to_keep=self.num_checkpoints_to_keep,
+            overwrite=self.overwrite,
+            weights_only=self.weights_only,
+            run_name=self.run_name,
+        )

@@ -1,0 +1,184 @@
+"""Training speed: samples and tokens per second, seconds per batch, and the time left."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import Any
+
+from composer.core.callback import Callback
+from composer.core.hparams import Hparams, hparams
+from composer.core.logging.logger import Logger
+from composer.core.state import State
+
+__all__ = ["SpeedMonitor", "SpeedMonitorHparams"]
+
+
+class SpeedMonitor(Callback):
+    """Logs how fast training runs, on a clock that stops during evaluation and checkpointing.
+
+    Every batch (BATCH level, at ``BATCH_END``):
+
+    * ``time/batch``: seconds of this batch, from the end of the previous batch (so data loading counts);
+    * ``throughput/batches_per_sec``, ``throughput/samples_per_sec`` and, when the data counts tokens,
+      ``throughput/tokens_per_sec``: over the last ``window_size`` batches;
+    * ``time/train``: training seconds since the run began (carried over by checkpoints);
+    * ``time/remaining_estimate``: seconds left, ``time/train x (1 - f) / f`` for the fraction ``f`` of
+      ``max_duration`` done.
+
+    Every epoch (EPOCH level): ``time/epoch`` (training seconds of the epoch) and ``throughput/epoch/samples_per_sec``;
+    after every evaluation: ``time/eval``.
+
+    The clock stops at this callback's ``BATCH_END`` and restarts at its ``BATCH_CHECKPOINT`` (and at
+    ``EPOCH_CHECKPOINT`` and ``EPOCH_START``), so evaluation never counts, and neither does a checkpoint written by a
+    callback that runs before this one at the checkpoint events (the Trainer runs its own checkpoint saver first).
+    Reading the clock costs no device synchronisation: on a GPU the measured time of one batch may spill into the
+    next, which the window averages out.
+
+    Args:
+        window_size (int): Batches averaged for the throughput values.
+
+    Example:
+        >>> from composer import Trainer
+        >>> from composer.loggers import InMemoryLogger
+        >>> memory = InMemoryLogger()
+        >>> trainer = Trainer(model=model, train_dataloader=train_dataloader, max_duration="2ba",
+        ...                   callbacks=[SpeedMonitor(window_size=10)], loggers=[memory], progress_bar=False)
+        >>> trainer.fit()
+        >>> memory.steps("throughput/samples_per_sec")
+        [1, 2]
+        >>> trainer.close()
+    """
+
+    def __init__(self, window_size: int = 100) -> None:
+        if not isinstance(window_size, int) or window_size < 1:
+            raise ValueError(f"window_size={window_size!r} must be a positive number of batches, e.g. 100.")
+        self.window_size = window_size
+        self._window: deque[tuple[float, int, int]] = deque()
+        self._window_sums = [0.0, 0, 0]  # seconds, samples, tokens in the window
+        self._train_seconds = 0.0  # training clock, finished intervals
+        self._mark: float | None = None  # when the current interval began; None when the clock is stopped
+        self._samples_at_mark = 0
+        self._tokens_at_mark = 0
+        self._epoch_train_seconds = 0.0
+        self._epoch_samples = 0
+        self._eval_started_at = 0.0
+
+    def metric_names(self, state: State) -> list[str]:
+        """The names this callback logs (for stoppers that check names before training)."""
+        del state
+        return [
+            "time/batch",
+            "throughput/batches_per_sec",
+            "throughput/samples_per_sec",
+            "throughput/tokens_per_sec",
+            "time/train",
+            "time/remaining_estimate",
+            "time/epoch",
+            "throughput/epoch/samples_per_sec",
+            "time/eval",
+        ]
+
+    def _restart(self, state: State) -> None:
+        self._mark = time.perf_counter()
+        self._samples_at_mark = state.timer.sample.value
+        self._tokens_at_mark = state.timer.token.value
+
+    def fit_start(self, state: State, logger: Logger) -> None:
+        del logger
+        self._window.clear()
+        self._window_sums = [0.0, 0, 0]
+        self._epoch_train_seconds = 0.0
+        self._epoch_samples = 0  # resumed mid-epoch: only what this fit trains is timed
+        self._restart(state)
+
+    def epoch_start(self, state: State, logger: Logger) -> None:
+        del logger
+        self._epoch_train_seconds = 0.0
+        self._epoch_samples = 0
+        self._restart(state)
+
+    def batch_end(self, state: State, logger: Logger) -> None:
+        now = time.perf_counter()
+        if self._mark is None:
+            self._restart(state)
+            return
+        timer = state.timer
+        samples, tokens = timer.sample.value, timer.token.value
+        seconds = now - self._mark
+        num_samples, num_tokens = samples - self._samples_at_mark, tokens - self._tokens_at_mark
+        self._train_seconds += seconds
+        self._epoch_train_seconds += seconds
+        self._epoch_samples += num_samples
+        self._mark = None
+        self._samples_at_mark, self._tokens_at_mark = samples, tokens
+
+        window, sums = self._window, self._window_sums
+        window.append((seconds, num_samples, num_tokens))
+        sums[0] += seconds
+        sums[1] += num_samples
+        sums[2] += num_tokens
+        if len(window) > self.window_size:
+            old = window.popleft()
+            sums[0] -= old[0]
+            sums[1] -= old[1]
+            sums[2] -= old[2]
+        logger.metric_batch(lambda: self._batch_values(state, seconds))
+
+    def _batch_values(self, state: State, seconds: float) -> dict[str, float]:
+        # Computed only if a destination logs BATCH values now.
+        sums = self._window_sums
+        window_seconds = max(sums[0], 1e-12)
+        values = {
+            "time/batch": seconds,
+            "throughput/batches_per_sec": len(self._window) / window_seconds,
+            "throughput/samples_per_sec": sums[1] / window_seconds,
+            "time/train": self._train_seconds,
+        }
+        if sums[2]:
+            values["throughput/tokens_per_sec"] = sums[2] / window_seconds
+        fraction = float(state.get_elapsed_duration().value)
+        if fraction > 0:
+            values["time/remaining_estimate"] = max(0.0, self._train_seconds * (1 - fraction) / fraction)
+        return values
+
+    def batch_checkpoint(self, state: State, logger: Logger) -> None:
+        del state, logger
+        # The counters were read at BATCH_END and have not moved since: only the clock restarts.
+        self._mark = time.perf_counter()
+
+    def epoch_end(self, state: State, logger: Logger) -> None:
+        del state
+        seconds = self._epoch_train_seconds
+        values = {"time/epoch": seconds}
+        if seconds > 0:
+            values["throughput/epoch/samples_per_sec"] = self._epoch_samples / seconds
+        logger.metric_epoch(values)
+
+    def epoch_checkpoint(self, state: State, logger: Logger) -> None:
+        del logger
+        self._restart(state)
+
+    def eval_start(self, state: State, logger: Logger) -> None:
+        del state, logger
+        self._eval_started_at = time.perf_counter()
+
+    def eval_end(self, state: State, logger: Logger) -> None:
+        del state
+        logger.metric_epoch({"time/eval": time.perf_counter() - self._eval_started_at})
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"train_seconds": self._train_seconds}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._train_seconds = float(state["train_seconds"])
+
+
+@hparams
+class SpeedMonitorHparams(Hparams):
+    """Config for :class:`SpeedMonitor` (YAML key ``speed_monitor``)."""
+
+    window_size: int = 100
+
+    def initialize_object(self) -> SpeedMonitor:
+        return SpeedMonitor(window_size=self.window_size)

@@ -1,0 +1,56 @@
+"""The ``composer`` command line: parse the subcommand, run it, and turn configuration mistakes into exit code 2.
+
+A user's mistake (a :class:`~composer.config.ConfigError`: unknown name, missing field, wrong type, missing or
+malformed data) prints one line to standard error and exits with status 2, without a traceback; argparse reports
+malformed command lines the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from composer.cli import compare, evaluate, listing, train
+from composer.config import ConfigError
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``composer`` and its subcommands.
+
+    Example:
+        >>> build_parser().parse_args(["list", "algorithms"]).kinds
+        ['algorithms']
+    """
+    parser = argparse.ArgumentParser(
+        prog="composer", description="Train from YAML recipes, and measure which recipe reaches your accuracy fastest."
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="{train,eval,list,compare}")
+    for module in (train, evaluate, listing, compare):
+        module.add_parser(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs ``composer`` with ``argv`` (default: the process's arguments) and returns the exit status.
+
+    Example:
+        >>> main(["train", "-f", "no/such/recipe.yaml"])
+        2
+    """
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except ConfigError as error:
+        print(f"composer {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"composer {args.command}: interrupted", file=sys.stderr)
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""``composer train -f RECIPE.yaml [key=value ...]``: train the run a recipe describes, then evaluate it."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from composer.config import load_recipe, to_yaml
+
+__all__ = ["add_parser", "add_recipe_arguments", "format_metrics"]
+
+
+def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
+    """The recipe file and its overrides, shared by ``train`` and ``eval``."""
+    parser.add_argument("-f", "--file", type=Path, required=True, metavar="RECIPE.yaml", help="the recipe")
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="override any key, nested ones with dots: algorithms.mixup.alpha=0.3 max_duration=2ep",
+    )
+    parser.add_argument("--print-config", action="store_true", help="print the resolved recipe and exit")
+
+
+def format_metrics(metrics: dict[str, float]) -> str:
+    """One ``name: value`` line per metric, sorted.
+
+    Example:
+        >>> print(format_metrics({"metrics/eval/CrossEntropy": 0.1234567, "metrics/eval/Accuracy": 0.98}))
+        metrics/eval/Accuracy: 0.9800
+        metrics/eval/CrossEntropy: 0.1235
+    """
+    return "\n".join(f"{name}: {value:.4f}" for name, value in sorted(metrics.items()))
+
+
+def _run(args: argparse.Namespace) -> int:
+    config = load_recipe(args.file, args.overrides)
+    if args.print_config:
+        print(to_yaml(config), end="")
+        return 0
+    with config.initialize_object() as trainer:
+        trainer.fit()
+        metrics = trainer.eval() if trainer.state.evaluators else {}
+    if metrics:
+        print(format_metrics(metrics))
+    return 0
+
+
+def add_parser(subparsers: Any) -> None:
+    """Adds ``composer train`` to the command line's subcommands."""
+    parser = subparsers.add_parser("train", help="train from a recipe", description=__doc__)
+    add_recipe_arguments(parser)
+    parser.set_defaults(run=_run)

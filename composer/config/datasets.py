@@ -1,0 +1,368 @@
+"""Config classes for the datasets of :mod:`composer.datasets`, as YAML names them (``train_dataset: {digits: {}}``).
+
+A dataset config says where the data is and how to read it; the recipe slot it sits in decides the split:
+``train_dataset`` gives the training split (shuffled, augmented where the dataset has an augmentation, last partial
+batch dropped) and ``eval_dataset`` the evaluation split (in order, every sample). :meth:`DatasetHparams.synthetic`
+returns a synthetic dataset of the same input shape, which the tests use to run every recipe without its data.
+
+Example:
+    >>> from composer.config.datasets import SyntheticClassificationHparams
+    >>> spec = SyntheticClassificationHparams(shape=[1, 8, 8]).initialize_object(batch_size=4, train=True, seed=0)
+    >>> images, labels = next(iter(spec.dataloader))
+    >>> images.shape, labels.shape
+    (torch.Size([4, 1, 8, 8]), torch.Size([4]))
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import Any, ClassVar
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from composer.core.data_spec import DataSpec
+from composer.core.hparams import Hparams, hparams
+
+__all__ = [
+    "CIFAR10Hparams",
+    "CIFAR100Hparams",
+    "DatasetHparams",
+    "DigitsHparams",
+    "ImageFolderHparams",
+    "PythonDocsHparams",
+    "SyntheticClassificationHparams",
+    "SyntheticTokensHparams",
+    "TextFilesHparams",
+]
+
+
+def _loader(dataset: Dataset[Any], batch_size: int, train: bool, seed: int, num_workers: int) -> DataLoader[Any]:
+    """Training: shuffled by a seeded generator, last partial batch dropped; evaluation: in order, every sample."""
+    return DataLoader(
+        dataset,
+        batch_size=batch_size,
+        shuffle=train,
+        drop_last=train and len(dataset) >= batch_size,  # type: ignore[arg-type]
+        num_workers=num_workers,
+        generator=torch.Generator().manual_seed(seed) if train else None,
+    )
+
+
+def _check_workers(num_workers: int) -> None:
+    if num_workers < 0:
+        raise ValueError(f"num_workers={num_workers!r} must be 0 (load in the main process) or more.")
+
+
+class DatasetHparams(Hparams, abc.ABC):
+    """The base of the dataset configs; every one has a ``num_workers`` field (DataLoader worker processes)."""
+
+    @abc.abstractmethod
+    def initialize_object(self, batch_size: int, train: bool, seed: int = 0) -> DataSpec:
+        """Builds the loader of one split.
+
+        Args:
+            batch_size: Samples per batch.
+            train: The training split (shuffled, augmented) or the evaluation split.
+            seed: Seed of the shuffling order (and of augmentations drawn in workers).
+        """
+
+    def synthetic(self, num_samples: int = 16) -> DatasetHparams:
+        """A synthetic dataset with this dataset's input shape and labels, for tests that must not read data."""
+        raise NotImplementedError(f"{type(self).__name__} has no synthetic stand-in.")
+
+
+@hparams
+class SyntheticClassificationHparams(DatasetHparams):
+    """Seeded, learnable Gaussian classification data of any shape (:class:`~composer.datasets.SyntheticClassificationDataset`).
+
+    The training split draws its inputs with ``data_seed``, the evaluation split with ``data_seed + 1``; both share
+    the labelling rule, so evaluation accuracy measures learning.
+
+    Args:
+        num_samples: Samples in the split. Default = 256.
+        shape: Shape of one input. Default = [1, 32, 32].
+        num_classes: Classes. Default = 10.
+        data_seed: Seed of the inputs. Default = 0.
+        label_seed: Seed of the labelling rule. Default = 0.
+        num_workers: DataLoader worker processes. Default = 0.
+    """
+
+    num_samples: int = 256
+    shape: list[int] = dataclasses.field(default_factory=lambda: [1, 32, 32])
+    num_classes: int = 10
+    data_seed: int = 0
+    label_seed: int = 0
+    num_workers: int = 0
+
+    def validate(self) -> None:
+        """Checks the sizes."""
+        _check_workers(self.num_workers)
+        if self.num_samples < 1 or not self.shape or any(d < 1 for d in self.shape) or self.num_classes < 2:
+            raise ValueError(
+                f"num_samples={self.num_samples!r}, shape={self.shape!r} and num_classes={self.num_classes!r} must "
+                "be positive (shape a non-empty list of positive ints, num_classes at least 2)."
+            )
+
+    def initialize_object(self, batch_size: int, train: bool, seed: int = 0) -> DataSpec:
+        """Returns the loader of the split."""
+        from composer.datasets import SyntheticClassificationDataset
+
+        dataset = SyntheticClassificationDataset(
+            self.num_samples,
+            tuple(self.shape),
+            self.num_classes,
+            seed=self.data_seed if train else self.data_seed + 1,
+            label_seed=self.label_seed,
+        )
+        return DataSpec(_loader(dataset, batch_size, train, seed, self.num_workers))
+
+    def synthetic(self, num_samples: int = 16) -> DatasetHparams:
+        """This dataset with ``num_samples`` samples."""
+        return dataclasses.replace(self, num_samples=num_samples)
+
+
+@hparams
+class SyntheticTokensHparams(DatasetHparams):
+    """Seeded random token sequences for language models (:class:`~composer.datasets.SyntheticTokenDataset`).
+
+    Args:
+        num_samples: Sequences in the split. Default = 256.
+        seq_len: Padded length of every sequence. Default = 128.
+        vocab_size: Vocabulary size, including the padding token 0. Default = 256.
+        data_seed: Seed of the data (the evaluation split uses ``data_seed + 1``). Default = 0.
+        num_workers: DataLoader worker processes. Default = 0.
+    """
+
+    num_samples: int = 256
+    seq_len: int = 128
+    vocab_size: int = 256
+    data_seed: int = 0
+    num_workers: int = 0
+
+    def validate(self) -> None:
+        """Checks the sizes."""
+        _check_workers(self.num_workers)
+        if self.num_samples < 1 or self.seq_len < 1 or self.vocab_size < 2:
+            raise ValueError(
+                f"num_samples={self.num_samples!r} and seq_len={self.seq_len!r} must be positive and "
+                f"vocab_size={self.vocab_size!r} at least 2."
+            )
+
+    def initialize_object(self, batch_size: int, train: bool, seed: int = 0) -> DataSpec:
+        """Returns the loader of the split."""
+        from composer.datasets import SyntheticTokenDataset
+
+        data_seed = self.data_seed if train else self.data_seed + 1
+        dataset = SyntheticTokenDataset(self.num_samples, self.seq_len, self.vocab_size, seed=data_seed)
+        return DataSpec(_loader(dataset, batch_size, train, seed, self.num_workers))
+
+    def synthetic(self, num_samples: int = 16) -> DatasetHparams:
+        """This dataset with ``num_samples`` samples."""
+        return dataclasses.replace(self, num_samples=num_samples)
+
+
+@hparams
+class DigitsHparams(DatasetHparams):
+    """scikit-learn's handwritten digits, upscaled from 8x8; no download (:func:`~composer.datasets.digits_datasets`).
+
+    1,438 training and 359 evaluation images, 10 classes, nothing downloaded (needs ``opencomposer[data]``).
+
+    Args:
+        image_size: Side of the images; the 8x8 originals are upscaled bilinearly. Default = 32.
+        split_seed: Seed of the stratified 80/20 train/eval split. Default = 0.
+        num_workers: DataLoader worker processes. Default = 0.
+    """
+
+    image_size: int = 32
+    split_seed: int = 0
+    num_workers: int = 0
+
+    def validate(self) -> None:
+        """Checks the image size."""
+        _check_workers(self.num_workers)
+        if self.image_size < 8:
+            raise ValueError(f"image_size={self.image_size!r} must be at least 8 (the originals are 8x8).")
+
+    def initialize_object(self, batch_size: int, train: bool, seed: int = 0) -> DataSpec:
+        """Returns the loader of the split."""
+        from composer.datasets import digits_datasets
+
+        train_set, eval_set = digits_datasets(image_size=self.image_size, split_seed=self.split_seed)
+        return DataSpec(_loader(train_set if train else eval_set, batch_size, train, seed, self.num_workers))
+
+    def synthetic(self, num_samples: int = 16) -> DatasetHparams:
+        """Gaussian images of the same shape, 10 classes."""
+        return SyntheticClassificationHparams(num_samples=num_samples, shape=[1, self.image_size, self.image_size])
+
+
+@hparams
+class _CIFARHparams(DatasetHparams):
+    """Fields shared by CIFAR-10 and CIFAR-100."""
+
+    path: str
+    num_workers: int = 0
+
+    num_classes: ClassVar[int] = 10
+
+    def validate(self) -> None:
+        """Checks the worker count (the path is checked when the data is read)."""
+        _check_workers(self.num_workers)
+
+    def initialize_object(self, batch_size: int, train: bool, seed: int = 0) -> DataSpec:
+        """Returns the loader of the training split (augmented) or the test split."""
+        from composer.datasets.cifar import cifar_dataloader
+
+        return cifar_dataloader(
+            self.path, batch_size, train=train, num_classes=self.num_classes, seed=seed, num_workers=self.num_workers
+        )
+
+    def synthetic(self, num_samples: int = 16) -> DatasetHparams:
+        """Gaussian 3x32x32 images with this dataset's class count."""
+        return SyntheticClassificationHparams(num_samples=num_samples, shape=[3, 32, 32], num_classes=self.num_classes)
+
+
+@hparams
+class CIFAR10Hparams(_CIFARHparams):
+    """CIFAR-10 from the standard archive at your path (:func:`~composer.datasets.cifar.cifar_dataloader`).
+
+    Args:
+        path: ``cifar-10-python.tar.gz``, the ``cifar-10-batches-py`` folder, or a folder holding either.
+        num_workers: DataLoader worker processes. Default = 0.
+    """
+
+    num_classes: ClassVar[int] = 10
+
+
+@hparams
+class CIFAR100Hparams(_CIFARHparams):
+    """CIFAR-100 (fine labels) from the standard archive at your path.
+
+    Args:
+        path: ``cifar-100-python.tar.gz``, the ``cifar-100-python`` folder, or a folder holding either.
+        num_workers: DataLoader worker processes. Default = 0.
+    """
+
+    num_classes: ClassVar[int] = 100
+
+
+@hparams
+class ImageFolderHparams(DatasetHparams):
+    """ImageNet-style folder of class sub-folders, via torchvision (:func:`~composer.datasets.image_folder.image_folder_dataloader`).
+
+    Needs ``opencomposer[vision]``. Give the folder of the split: ``/data/imagenet/train`` for ``train_dataset``,
+    ``/data/imagenet/val`` for ``eval_dataset``.
+
+    Args:
+        path: A folder of class sub-folders of images.
+        crop_size: Side of the images the model sees. Default = 224.
+        resize_size: Short side before the evaluation center crop. Default = 256.
+        num_classes: Classes, used only by the synthetic stand-in. Default = 1000.
+        num_workers: DataLoader worker processes. Default = 8.
+    """
+
+    path: str
+    crop_size: int = 224
+    resize_size: int = 256
+    num_classes: int = 1000
+    num_workers: int = 8
+
+    def validate(self) -> None:
+        """Checks the sizes."""
+        _check_workers(self.num_workers)
+        if self.crop_size < 1 or self.resize_size < self.crop_size:
+            raise ValueError(
+                f"crop_size={self.crop_size!r} must be positive and resize_size={self.resize_size!r} at least as "
+                "large (evaluation resizes, then center-crops)."
+            )
+
+    def initialize_object(self, batch_size: int, train: bool, seed: int = 0) -> DataSpec:
+        """Returns the loader of the folder."""
+        from composer.datasets.image_folder import image_folder_dataloader
+
+        return image_folder_dataloader(
+            self.path,
+            batch_size,
+            train=train,
+            crop_size=self.crop_size,
+            resize_size=self.resize_size,
+            seed=seed,
+            num_workers=self.num_workers,
+        )
+
+    def synthetic(self, num_samples: int = 16) -> DatasetHparams:
+        """Gaussian 3-channel images of ``crop_size``."""
+        return SyntheticClassificationHparams(
+            num_samples=num_samples, shape=[3, self.crop_size, self.crop_size], num_classes=self.num_classes
+        )
+
+
+@hparams
+class PythonDocsHparams(DatasetHparams):
+    """Built-in Python-documentation text, byte-level; no download (:mod:`composer.datasets.text`).
+
+    Args:
+        seq_len: Bytes per sample. Default = 128.
+        num_workers: DataLoader worker processes. Default = 0.
+    """
+
+    seq_len: int = 128
+    num_workers: int = 0
+
+    def validate(self) -> None:
+        """Checks the sequence length."""
+        _check_workers(self.num_workers)
+        if self.seq_len < 1:
+            raise ValueError(f"seq_len={self.seq_len!r} must be a positive number of bytes.")
+
+    def initialize_object(self, batch_size: int, train: bool, seed: int = 0) -> DataSpec:
+        """Returns the loader of the ``train`` or ``validation`` split."""
+        from composer.datasets.text import ByteTextDataset, load_python_docs
+
+        dataset = ByteTextDataset(load_python_docs("train" if train else "validation"), self.seq_len)
+        return DataSpec(_loader(dataset, batch_size, train, seed, self.num_workers))
+
+    def synthetic(self, num_samples: int = 16) -> DatasetHparams:
+        """Random byte sequences of the same length."""
+        return SyntheticTokensHparams(num_samples=num_samples, seq_len=self.seq_len, vocab_size=256)
+
+
+@hparams
+class TextFilesHparams(DatasetHparams):
+    """Your own text files, byte-level (:func:`~composer.datasets.text_file_dataloader`).
+
+    Args:
+        paths: The text files (give the validation files in ``eval_dataset``).
+        seq_len: Bytes per sample. Default = 128.
+        num_workers: DataLoader worker processes. Default = 0.
+    """
+
+    paths: list[str]
+    seq_len: int = 128
+    num_workers: int = 0
+
+    def validate(self) -> None:
+        """Checks the sequence length and that files are named."""
+        _check_workers(self.num_workers)
+        if self.seq_len < 1 or not self.paths:
+            raise ValueError(f"paths={self.paths!r} must name files and seq_len={self.seq_len!r} must be positive.")
+
+    def initialize_object(self, batch_size: int, train: bool, seed: int = 0) -> DataSpec:
+        """Returns the loader over the files."""
+        from pathlib import Path
+
+        from composer.datasets import text_file_dataloader
+
+        missing = [p for p in self.paths if not Path(p).expanduser().is_file()]
+        if missing:
+            raise FileNotFoundError(f"text files {missing} do not exist; paths must name readable text files.")
+        paths = [Path(p).expanduser() for p in self.paths]
+        loader = text_file_dataloader(
+            paths, self.seq_len, batch_size, shuffle=train, seed=seed, num_workers=self.num_workers
+        )
+        return DataSpec(loader)
+
+    def synthetic(self, num_samples: int = 16) -> DatasetHparams:
+        """Random byte sequences of the same length."""
+        return SyntheticTokensHparams(num_samples=num_samples, seq_len=self.seq_len, vocab_size=256)

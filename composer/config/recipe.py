@@ -1,0 +1,134 @@
+"""Recipes: YAML files of :class:`~composer.config.TrainerHparams`, with ``key=value`` overrides from the command line.
+
+Parsing and overrides go through OmegaConf: an override is a dotted key path and a YAML value
+(``algorithms.mixup.alpha=0.3``, ``model.simple_cnn.widths=[8,16]``, ``max_duration=2ep``, ``seed=null``), and
+``${...}`` interpolations in a recipe resolve (``eval_batch_size: ${train_batch_size}``). Overrides merge into the
+recipe: a mapping adds to the mapping it lands on, any other value replaces. ``false`` removes an entry of
+``algorithms``, ``schedulers``, ``callbacks`` or ``loggers`` (``algorithms.mixup=false``).
+
+Example:
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "recipe.yaml"
+    >>> _ = path.write_text('''
+    ... model: {mlp: {in_features: 64, hidden: [32]}}
+    ... train_dataset: {synthetic_classification: {shape: [64]}}
+    ... train_batch_size: 16
+    ... max_duration: 1ep
+    ... algorithms:
+    ...   mixup: {alpha: 0.2}
+    ... ''')
+    >>> config = load_recipe(path, ["algorithms.mixup.alpha=0.3", "algorithms.label_smoothing.alpha=0.1"])
+    >>> config.algorithms
+    {'mixup': MixUpHparams(alpha=0.3), 'label_smoothing': LabelSmoothingHparams(alpha=0.1)}
+    >>> load_recipe(path, ["train_batch_size=many"])
+    Traceback (most recent call last):
+    ...
+    composer.config.config_error.ConfigError: Invalid TrainerHparams: field 'train_batch_size' received 'many' ...
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from composer.config.config_error import ConfigError
+from composer.config.trainer_hparams import TrainerHparams
+
+__all__ = ["load_config", "load_recipe", "to_yaml"]
+
+
+def _omegaconf() -> Any:
+    import omegaconf
+
+    return omegaconf
+
+
+def _parse_overrides(overrides: Sequence[str]) -> Any:
+    omegaconf = _omegaconf()
+    for override in overrides:
+        key, sep, _ = override.partition("=")
+        if not sep or not key.strip() or key != key.strip():
+            raise ConfigError(
+                override,
+                "an override must be KEY=VALUE with a dotted key path and no spaces around '=', for example "
+                "algorithms.mixup.alpha=0.3 or max_duration=2ep.",
+            )
+    try:
+        return omegaconf.OmegaConf.from_dotlist(list(overrides))
+    except Exception as error:  # OmegaConf and YAML raise several types for a malformed value
+        raise ConfigError(" ".join(overrides), f"cannot parse the overrides: {error}") from None
+
+
+def load_config(path: str | os.PathLike[str] | None, overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """Reads a recipe, applies the overrides in order, resolves interpolations and returns plain values.
+
+    Args:
+        path: The YAML file; None starts from an empty recipe (every field from the overrides).
+        overrides: ``key=value`` strings.
+
+    Returns:
+        dict: The merged recipe.
+
+    Raises:
+        ConfigError: If the file is missing or not YAML, or an override is malformed.
+    """
+    omegaconf = _omegaconf()
+    base: Any = omegaconf.OmegaConf.create({})
+    if path is not None:
+        file = Path(path)
+        if not file.is_file():
+            raise ConfigError(
+                str(path), "the recipe file does not exist (pass a YAML file, e.g. recipes/digits_baseline.yaml)."
+            )
+        try:
+            base = omegaconf.OmegaConf.load(file)
+        except Exception as error:  # YAML syntax errors and OmegaConf's own
+            raise ConfigError(str(path), f"is not a valid YAML recipe: {error}") from None
+        if not isinstance(base, omegaconf.DictConfig):
+            raise ConfigError(str(path), "a recipe must be a YAML mapping of TrainerHparams fields, not a list.")
+    merged = base
+    for override in overrides:
+        try:
+            merged = omegaconf.OmegaConf.merge(merged, _parse_overrides([override]))
+        except ConfigError:
+            raise
+        except Exception as error:
+            raise ConfigError(override, f"cannot apply the override: {error}") from None
+    try:
+        container = omegaconf.OmegaConf.to_container(merged, resolve=True)
+    except Exception as error:  # an interpolation that does not resolve
+        raise ConfigError(str(path or ""), f"cannot resolve the recipe: {error}") from None
+    assert isinstance(container, dict)
+    return {str(k): v for k, v in container.items()}
+
+
+def load_recipe(path: str | os.PathLike[str] | None, overrides: Sequence[str] = ()) -> TrainerHparams:
+    """Reads a recipe and its overrides into a validated :class:`TrainerHparams`.
+
+    Args:
+        path: The YAML file (None: everything from the overrides).
+        overrides: ``key=value`` strings, applied in order.
+
+    Returns:
+        TrainerHparams: The config; call ``initialize_object()`` for the Trainer.
+
+    Raises:
+        ConfigError: Naming the file or the key path, the bad value, and what is allowed.
+    """
+    return TrainerHparams.from_dict(load_config(path, overrides))
+
+
+def to_yaml(config: TrainerHparams) -> str:
+    """Returns the config as YAML that :func:`load_recipe` reads back to an equal config.
+
+    Example:
+        >>> config = TrainerHparams.from_dict({"model": "gpt", "train_dataset": "python_docs",
+        ...                                    "train_batch_size": 8, "max_duration": "10ba"})
+        >>> print(to_yaml(config).splitlines()[0])
+        model:
+    """
+    omegaconf = _omegaconf()
+    text: str = omegaconf.OmegaConf.to_yaml(omegaconf.OmegaConf.create(config.to_dict()))
+    return text

@@ -1,0 +1,148 @@
+"""Logged values in a file: lines of text, or JSON lines for programs to read back."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import IO, Any
+
+from composer.core.hparams import Hparams, hparams
+from composer.core.logging.logger import Logger, LogLevel
+from composer.core.state import State
+from composer.core.time import Time
+from composer.loggers.buffered_destination import BufferedDestination
+from composer.loggers.log_path import check_writable
+from composer.loggers.log_value import format_record
+from composer.loggers.record_buffer import Record
+
+__all__ = ["FileLogger", "FileLoggerHparams"]
+
+_FORMATS = ("text", "jsonl")
+
+
+class FileLogger(BufferedDestination):
+    """Writes logged values to a file, as text lines or as JSON lines.
+
+    A text line reads ``[BATCH][epoch=0 batch=3]: loss/train: 1.0986`` (what :class:`ConsoleLogger` prints). A JSON
+    line is one object per logged record::
+
+        {"level": "batch", "epoch": 0, "batch": 3, "batch_in_epoch": 3, "sample": 12, "token": 0,
+         "data": {"loss/train": 1.0986}}
+
+    The folder is checked when the logger is built and the file opened at ``Event.INIT``, so a path that cannot be
+    written fails before training starts. Lines are written in batches (see :class:`BufferedDestination`) and flushed
+    to disk at every epoch and evaluation end.
+
+    Args:
+        filename (str | PathLike): The file; missing folders are created.
+        format (str, optional): ``'text'`` or ``'jsonl'``; default: ``'jsonl'`` for a ``.jsonl`` or ``.json`` file,
+            else ``'text'``.
+        log_level (LogLevel | str): The most verbose level written (default: EPOCH).
+        log_interval (str | Time | int): Write BATCH values every this many batches, or EPOCH values every this many
+            epochs (``'1ep'``).
+        flush_interval (int): Write after this many records are pending.
+        overwrite (bool): Replace an existing file (default: refuse, so that an earlier run's log is not lost).
+
+    Example:
+        >>> import json, pathlib, tempfile
+        >>> from composer import Trainer
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "log.jsonl"
+        >>> trainer = Trainer(model=model, train_dataloader=train_dataloader, max_duration="2ba",
+        ...                   loggers=[FileLogger(path, log_level="batch")], progress_bar=False)
+        >>> trainer.fit()
+        >>> trainer.close()
+        >>> [json.loads(line)["batch"] for line in path.read_text().splitlines() if "loss/train" in line]
+        [0, 1]
+    """
+
+    def __init__(
+        self,
+        filename: str | os.PathLike[str],
+        *,
+        format: str | None = None,
+        log_level: LogLevel | str = LogLevel.EPOCH,
+        log_interval: str | Time[Any] | int = "1ba",
+        flush_interval: int = 100,
+        overwrite: bool = False,
+    ) -> None:
+        super().__init__(log_level, log_interval, flush_interval)
+        self.filename = check_writable(filename, "filename", is_dir=False)
+        if format is None:
+            format = "jsonl" if self.filename.suffix in (".jsonl", ".json") else "text"
+        if format not in _FORMATS:
+            raise ValueError(f"format={format!r} is not supported; expected one of {list(_FORMATS)} (or None).")
+        if self.filename.exists() and not overwrite:
+            raise ValueError(
+                f"filename={str(filename)!r} already exists; pass overwrite=True to replace it, or choose a new name."
+            )
+        self.format = format
+        self.overwrite = overwrite
+        self._file: IO[str] | None = None
+
+    def init(self, state: State, logger: Logger) -> None:
+        del state, logger
+        if self._file is not None:
+            return  # a second Trainer built with the same logger keeps appending
+        Path(self.filename).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._file = open(self.filename, "w" if self.overwrite else "x", encoding="utf-8")  # noqa: SIM115
+        except OSError as error:
+            raise ValueError(
+                f"filename={str(self.filename)!r} cannot be opened for writing ({error}); choose another path."
+            ) from error
+
+    def write(self, records: list[Record]) -> None:
+        if self._file is None:
+            return  # logged before INIT or after close: nowhere to write
+        if self.format == "text":
+            lines = [format_record(r.timestamp, r.log_level, r.data) for r in records]
+        else:
+            lines = [json.dumps(_json_record(r)) for r in records]
+        self._file.write("\n".join(lines) + "\n")
+
+    def flush(self) -> None:
+        super().flush()
+        if self._file is not None:
+            self._file.flush()
+
+    def close(self, state: State, logger: Logger) -> None:
+        super().close(state, logger)
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def _json_record(record: Record) -> dict[str, Any]:
+    t = record.timestamp
+    return {
+        "level": record.log_level.name.lower(),
+        "epoch": int(t.epoch),
+        "batch": int(t.batch),
+        "batch_in_epoch": int(t.batch_in_epoch),
+        "sample": int(t.sample),
+        "token": int(t.token),
+        "data": record.data,
+    }
+
+
+@hparams
+class FileLoggerHparams(Hparams):
+    """Config for :class:`FileLogger` (YAML key ``file``)."""
+
+    filename: str
+    format: str | None = None
+    log_level: str = "epoch"
+    log_interval: str = "1ba"
+    flush_interval: int = 100
+    overwrite: bool = False
+
+    def initialize_object(self) -> FileLogger:
+        return FileLogger(
+            self.filename,
+            format=self.format,
+            log_level=self.log_level,
+            log_interval=self.log_interval,
+            flush_interval=self.flush_interval,
+            overwrite=self.overwrite,
+        )

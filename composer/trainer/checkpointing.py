@@ -1,0 +1,242 @@
+"""The Trainer's side of checkpoints: its save and load settings, what to load at start-up, and where an epoch
+resumes.
+
+Exact resumption rests on one rule: the data an epoch yields depends only on the random states just before its
+iterator was created (a ``DataLoader(shuffle=True)`` without a generator seeds its sampler and its workers from the
+global torch generator at that moment). So every epoch records those states (:func:`epoch_batches`), checkpoints
+carry them, and an epoch resumed at batch ``k`` restores them, rebuilds the iterator, draws and drops the ``k``
+batches already trained, and only then restores the random states of the moment the checkpoint was saved.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+import itertools
+import logging
+import os
+import time
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from composer.callbacks.checkpoint_saver import CheckpointSaver, SaveInterval
+from composer.core.state import State
+from composer.core.time import Time
+from composer.utils.checkpoint import (
+    CheckpointError,
+    find_checkpoints,
+    format_checkpoint_name,
+    read_checkpoint,
+    restore_checkpoint,
+)
+
+__all__ = ["Checkpointing", "epoch_batches", "run_config"]
+
+log = logging.getLogger(__name__)
+
+
+class Checkpointing:
+    """The Trainer's checkpoint arguments, checked together; see :class:`~composer.trainer.Trainer` for each.
+
+    Example:
+        >>> import tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> settings = Checkpointing(run_name="demo", save_folder=folder + "/{run_name}", autoresume=True)
+        >>> settings.save_folder.endswith("demo")
+        True
+        >>> settings.load(state) is None  # nothing saved yet: start from the beginning
+        True
+    """
+
+    def __init__(
+        self,
+        *,
+        run_name: str | None = None,
+        save_folder: str | None = None,
+        save_filename: str = "ep{epoch}-ba{batch}-rank{rank}.pt",
+        save_latest_filename: str | None = "latest-rank{rank}.pt",
+        save_interval: SaveInterval = "1ep",
+        save_num_checkpoints_to_keep: int = -1,
+        save_overwrite: bool = False,
+        save_weights_only: bool = False,
+        load_path: str | os.PathLike[str] | None = None,
+        load_weights_only: bool = False,
+        load_strict_model_weights: bool = True,
+        load_ignore_keys: Sequence[str] | None = None,
+        autoresume: bool = False,
+    ) -> None:
+        if autoresume and save_folder is None:
+            raise ValueError(
+                "autoresume=True needs save_folder: it resumes from the newest checkpoint saved there. Pass "
+                "save_folder (and the same run_name on every launch)."
+            )
+        if autoresume and save_weights_only:
+            raise ValueError(
+                "autoresume=True cannot resume from weights-only checkpoints; set save_weights_only=False (the "
+                "default) so that checkpoints hold the whole training state."
+            )
+        if autoresume and run_name is None and "{run_name}" in (save_folder or "") + save_filename:
+            raise ValueError(
+                f"autoresume=True with save_folder={save_folder!r} needs a run_name: the folder depends on it, and a "
+                "generated name differs on every launch. Pass the same run_name each time."
+            )
+        if isinstance(load_ignore_keys, str):
+            raise TypeError(f"load_ignore_keys={load_ignore_keys!r} must be a list of glob patterns, not a string.")
+        self.run_name = run_name if run_name is not None else _new_run_name()
+        self.save_folder = None if save_folder is None else format_checkpoint_name(save_folder, run_name=self.run_name)
+        self.save_filename = save_filename
+        self.save_latest_filename = save_latest_filename
+        self.save_interval = save_interval
+        self.save_num_checkpoints_to_keep = save_num_checkpoints_to_keep
+        self.save_overwrite = save_overwrite
+        self.save_weights_only = save_weights_only
+        self.load_path = None if load_path is None else Path(load_path)
+        self.load_weights_only = load_weights_only
+        self.load_strict_model_weights = load_strict_model_weights
+        self.load_ignore_keys = list(load_ignore_keys or [])
+        self.autoresume = autoresume
+        self.loaded_path: Path | None = None
+
+    def make_saver(self, metadata: Mapping[str, Any]) -> CheckpointSaver | None:
+        """The callback that saves checkpoints (None without ``save_folder``)."""
+        if self.save_folder is None:
+            return None
+        return CheckpointSaver(
+            folder=self.save_folder,
+            filename=self.save_filename,
+            latest_filename=self.save_latest_filename,
+            save_interval=self.save_interval,
+            num_checkpoints_to_keep=self.save_num_checkpoints_to_keep,
+            overwrite=self.save_overwrite or self.autoresume,
+            weights_only=self.save_weights_only,
+            run_name=self.run_name,
+            metadata=metadata,
+        )
+
+    def load(self, state: State) -> Path | None:
+        """Restores the newest valid checkpoint in ``save_folder`` (with ``autoresume``), else ``load_path``.
+
+        Call it once the state's optimizers, schedulers and grad scaler exist.
+
+        Returns:
+            Path | None: The checkpoint loaded, if any.
+        """
+        if self.autoresume:
+            assert self.save_folder is not None
+            for path in find_checkpoints(self.save_folder, self.save_filename, self.run_name):
+                try:
+                    checkpoint = read_checkpoint(path)
+                except CheckpointError as e:
+                    warnings.warn(f"autoresume skips {path}, trying the one before: {e}", stacklevel=2)
+                    continue
+                if checkpoint["metadata"].get("weights_only", False):
+                    continue
+                restore_checkpoint(state, _without_budget(checkpoint, state), path=path)
+                log.info("autoresume: resuming from %s at %s.", path, state.timer)
+                self.loaded_path = path
+                return path
+            log.info("autoresume: no checkpoint in %s yet; training from the start.", self.save_folder)
+        if self.load_path is not None:
+            restore_checkpoint(
+                state,
+                _without_budget(read_checkpoint(self.load_path), state),
+                weights_only=self.load_weights_only,
+                strict=self.load_strict_model_weights,
+                ignore_keys=self.load_ignore_keys,
+                path=self.load_path,
+            )
+            log.info("Loaded %s from %s.", "weights" if self.load_weights_only else "checkpoint", self.load_path)
+            self.loaded_path = self.load_path
+        return self.loaded_path
+
+
+def _without_budget(checkpoint: dict[str, Any], state: State) -> dict[str, Any]:
+    """The checkpoint without its training budget: the run's arguments set ``max_duration`` and the scale schedule
+    ratio (so a relaunch with a longer duration trains on, and algorithms that change the budget at ``INIT`` or
+    ``FIT_START`` do so once); the checkpoint supplies the progress (the timer)."""
+    saved = dict(checkpoint["state"])
+    budget = ("max_duration", "unscaled_max_duration", "scale_schedule_ratio")
+    if saved.get("max_duration", str(state.max_duration)) != str(state.max_duration):
+        log.info(
+            "max_duration=%s from the arguments replaces the checkpoint's %s.",
+            state.max_duration,
+            saved["max_duration"],
+        )
+    return {**checkpoint, "state": {k: v for k, v in saved.items() if k not in budget}}
+
+
+def _new_run_name() -> str:
+    return f"run-{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(3).hex()}"
+
+
+def epoch_batches(state: State, dataloader: Iterable[Any], steps_per_epoch: int | None) -> Iterator[Any]:
+    """The batches the current epoch has still to train, in the order an uninterrupted run would see them.
+
+    At the start of an epoch it records :meth:`State.capture_rng` in ``state.epoch_start_rng`` (before creating the
+    iterator, which is when a shuffling DataLoader draws its order and worker seeds). After a checkpoint was loaded
+    (``state.resume_rng`` is set) in the middle of an epoch, it restores the epoch-start states, rebuilds the
+    iterator, draws the ``batch_in_epoch`` batches already trained and drops them, then restores the states saved
+    with the checkpoint; at an epoch boundary it restores those states first. The per-epoch cost is one snapshot of
+    the random states; nothing happens per batch.
+
+    Args:
+        state (State): The training state.
+        dataloader (Iterable): The training data.
+        steps_per_epoch (int, optional): Batches per epoch (None: until the loader is exhausted).
+
+    Example:
+        >>> state.timer.on_batch_complete()  # one batch of this epoch is done
+        >>> state.resume_rng = state.capture_rng()
+        >>> batches = list(epoch_batches(state, ["a", "b", "c"], steps_per_epoch=None))
+        >>> batches
+        ['b', 'c']
+    """
+    done = state.timer.batch_in_epoch.value
+    resume_rng, state.resume_rng = state.resume_rng, None
+    if done == 0:
+        if resume_rng is not None:
+            state.restore_rng(resume_rng)
+        state.epoch_start_rng = state.capture_rng()
+        return itertools.islice(dataloader, steps_per_epoch)
+    remaining = None if steps_per_epoch is None else max(steps_per_epoch - done, 0)
+    if remaining == 0:  # the checkpoint was taken after the epoch's last batch: nothing to replay
+        if resume_rng is not None:
+            state.restore_rng(resume_rng)
+        return iter(())
+    if resume_rng is not None and state.epoch_start_rng is not None:
+        state.restore_rng(state.epoch_start_rng)
+    iterator = iter(dataloader)
+    collections.deque(itertools.islice(iterator, done), maxlen=0)  # draw and drop the batches already trained
+    if resume_rng is not None:
+        state.restore_rng(resume_rng)
+    return itertools.islice(iterator, remaining)
+
+
+def run_config(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The Trainer's arguments as plain values, stored in every checkpoint's metadata (objects become their repr).
+
+    Example:
+        >>> run_config({"max_duration": "2ep", "seed": 3, "model": model, "algorithms": None})
+        {'max_duration': '2ep', 'seed': 3, 'model': 'SimpleModel', 'algorithms': None}
+    """
+    return {name: _plain(value) for name, value in arguments.items() if name != "self"}
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    if isinstance(value, enum.Enum):
+        return _plain(value.value)
+    if isinstance(value, (Time, os.PathLike)):
+        return str(value)
+    if isinstance(value, (list, tuple)) and depth == 0:
+        return [_plain(v, depth + 1) for v in value]
+    if isinstance(value, Mapping) and depth == 0:
+        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, Callable) and hasattr(value, "__qualname__"):  # type: ignore[arg-type]
+        return value.__qualname__
+    text = repr(value)
+    # Modules and loaders have long reprs: their class name says enough.
+    return type(value).__name__ if "\n" in text or len(text) > 200 else text

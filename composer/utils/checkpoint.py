@@ -1,0 +1,726 @@
+"""Reading and writing checkpoints: crash-safe writes, checksums, safe loading, and model keys across wrappers.
+
+A checkpoint is one file written by ``torch.save``: a dict with the library's ``format_version``, ``metadata``
+(library, torch and Python versions, the run's config) and the ``state`` (:meth:`State.state_dict`, or only the
+model's weights). It holds tensors and plain Python values only, so ``torch.load(path, weights_only=True)`` reads it
+with no extra allowed globals, and loading never runs code from the file. The SHA-256 of the file's bytes is stored
+in the zip archive's comment (``torch.save`` writes a zip archive; readers, torch's included, skip the comment), so
+any truncation or flipped bit is caught before the file is used. A name ending in ``.safetensors`` writes the
+weights as a safetensors file instead (a checksum of the tensors goes into its header).
+
+Writes are atomic: the file is written under a temporary name in the same folder, flushed to disk (``fsync``), and
+only then renamed into place, so a crash leaves either the old files or the complete new one, plus at worst a
+temporary file that nothing reads. The environment variable ``COMPOSER_CHECKPOINT_FAULT`` makes the writer kill its
+own process at one of those moments, for tests: ``after_write`` (written, not yet flushed to disk) or
+``after_fsync`` (on disk, not yet renamed), optionally followed by ``:<glob>`` to hit only files whose name matches,
+as in ``COMPOSER_CHECKPOINT_FAULT=after_fsync:ep1-ba6-*``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import pickle
+import platform
+import re
+import signal
+import string
+import struct
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import torch
+
+from composer._version import __version__
+from composer.core.state import State, _bare_model_state, _unwrap_model
+
+__all__ = [
+    "FAULT_ENV_VAR",
+    "FILENAME_FIELDS",
+    "CheckpointError",
+    "find_checkpoints",
+    "format_checkpoint_name",
+    "is_safetensors_available",
+    "link_latest",
+    "load_checkpoint",
+    "load_model_state",
+    "read_checkpoint",
+    "remove_stale_temporary_files",
+    "restore_checkpoint",
+    "save_checkpoint",
+]
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+_TRAILER_PREFIX = b"composer-sha256:"
+_TRAILER_SIZE = len(_TRAILER_PREFIX) + 64  # hex digest
+_PLACEHOLDER = "0" * 64  # where a safetensors header's digest goes
+FAULT_ENV_VAR = "COMPOSER_CHECKPOINT_FAULT"
+_FAULT_MOMENTS = ("after_write", "after_fsync")
+
+# The fields a checkpoint file name may use.
+FILENAME_FIELDS = (
+    "run_name",
+    "rank",
+    "local_rank",
+    "node_rank",
+    "world_size",
+    "epoch",
+    "batch",
+    "batch_in_epoch",
+    "sample",
+    "sample_in_epoch",
+    "token",
+    "token_in_epoch",
+)
+# The time fields, in their order of precedence when sorting checkpoints from newest to oldest.
+_TIME_FIELDS = ("batch", "sample", "token", "epoch", "batch_in_epoch", "sample_in_epoch", "token_in_epoch")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be used: unreadable, truncated, failing its checksum, or unsafe to load.
+
+    The message names the file and says what to do.
+    """
+
+
+def is_safetensors_available() -> bool:
+    """Whether the optional ``safetensors`` package is installed (for ``*.safetensors`` weight files)."""
+    return importlib.util.find_spec("safetensors") is not None
+
+
+# ---- names -------------------------------------------------------------------------------------------------------
+
+
+def format_checkpoint_name(pattern: str, state: State | None = None, run_name: str = "", rank: int = 0) -> str:
+    """Fills a checkpoint file name pattern: ``'ep{epoch}-ba{batch}-rank{rank}.pt'`` -> ``'ep1-ba6-rank0.pt'``.
+
+    Args:
+        pattern (str): A ``str.format`` pattern over :data:`FILENAME_FIELDS` (``run_name``, ``rank``, ``epoch``,
+            ``batch``, ``sample``, ``token``, their ``*_in_epoch`` forms, ...).
+        state (State, optional): Where the time fields come from; without it they are 0.
+        run_name (str): The run's name.
+        rank (int): The process rank.
+
+    Raises:
+        ValueError: If the pattern uses another field, or is not a valid format string.
+
+    Example:
+        >>> format_checkpoint_name("{run_name}/ep{epoch}-ba{batch}-rank{rank}.pt", state, run_name="r1")
+        'r1/ep0-ba0-rank0.pt'
+    """
+    values: dict[str, Any] = {
+        "run_name": run_name,
+        "rank": rank,
+        "local_rank": rank,
+        "node_rank": 0,
+        "world_size": 1 if state is None else state.world_size,
+    }
+    for name in _TIME_FIELDS:
+        values[name] = 0 if state is None else int(getattr(state.timer, name))
+    try:
+        return pattern.format(**values)
+    except (KeyError, IndexError, ValueError) as e:
+        raise ValueError(
+            f"Invalid checkpoint name pattern {pattern!r} ({type(e).__name__}: {e}); use str.format fields from "
+            f"{list(FILENAME_FIELDS)}, for example 'ep{{epoch}}-ba{{batch}}-rank{{rank}}.pt'."
+        ) from None
+
+
+def find_checkpoints(folder: str | Path, pattern: str, run_name: str = "") -> list[Path]:
+    """The checkpoint files under ``folder`` whose names fit ``pattern`` (written by rank 0), newest first.
+
+    Newest means the most training done: files are ordered by the time fields in their names (``batch``, then
+    ``sample``, ``token``, ``epoch``), then by modification time. Temporary files of interrupted writes and the
+    'latest' link are never returned. Nothing here reads the files; see :func:`read_checkpoint`.
+
+    Args:
+        folder (str | Path): Where the checkpoints are.
+        pattern (str): The file name pattern they were saved with (it may contain ``/``).
+        run_name (str): The run's name, for patterns that use ``{run_name}``.
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> for name in ["ep0-ba3.pt", "ep1-ba12.pt", "ep0-ba6.pt", "notes.txt"]:
+        ...     _ = (folder / name).write_text("")
+        >>> [p.name for p in find_checkpoints(folder, "ep{epoch}-ba{batch}.pt")]
+        ['ep1-ba12.pt', 'ep0-ba6.pt', 'ep0-ba3.pt']
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    regex, fields = _pattern_regex(pattern, run_name)
+    found: list[tuple[tuple[float, ...], Path]] = []
+    for path in folder.rglob("*"):
+        if path.name.startswith(".") or path.is_symlink() or not path.is_file():
+            continue
+        match = regex.fullmatch(path.relative_to(folder).as_posix())
+        if match is None:
+            continue
+        key = (*(float(match.group(f)) for f in _TIME_FIELDS if f in fields), path.stat().st_mtime)
+        found.append((key, path))
+    return [path for _, path in sorted(found, key=lambda item: item[0], reverse=True)]
+
+
+def _pattern_regex(pattern: str, run_name: str) -> tuple[re.Pattern[str], set[str]]:
+    parts, fields = [], set()
+    for literal, field, _spec, _conversion in string.Formatter().parse(pattern):
+        parts.append(re.escape(literal))
+        if field is None:
+            continue
+        if field == "run_name":
+            parts.append(re.escape(run_name))
+        elif field in ("rank", "local_rank", "node_rank"):
+            parts.append("0")  # the replicated state is written by rank 0
+        elif field not in FILENAME_FIELDS:
+            raise ValueError(
+                f"Checkpoint name pattern {pattern!r} uses unknown field {{{field}}}; use {FILENAME_FIELDS}."
+            )
+        elif field in fields:
+            parts.append(f"(?P={field})")
+        else:
+            parts.append(f"(?P<{field}>[0-9]+)")
+            fields.add(field)
+    return re.compile("".join(parts)), fields
+
+
+# ---- writing -----------------------------------------------------------------------------------------------------
+
+
+def save_checkpoint(
+    state: State,
+    path: str | os.PathLike[str],
+    *,
+    weights_only: bool = False,
+    metadata: Mapping[str, Any] | None = None,
+) -> Path:
+    """Writes ``state`` to ``path`` atomically (temporary file, fsync, rename), with a checksum.
+
+    The file holds the whole :meth:`State.state_dict` (model, optimizers, schedulers, grad scaler, timer, scale
+    schedule ratio, algorithms' and callbacks' states, random states, the data position) or, with
+    ``weights_only``, the model's weights alone. Tensors are written from where they are: the extra memory a save
+    needs is about one tensor's bytes (torch copies one storage at a time), not a copy of the model.
+
+    Args:
+        state (State): What to save.
+        path (str | Path): The file to write; its folder is created. A ``.safetensors`` name writes the weights in
+            that format (it needs ``weights_only=True`` and the ``safetensors`` package).
+        weights_only (bool): Save only the model's weights.
+        metadata (Mapping, optional): The run's config (plain values), stored under ``metadata['config']``.
+
+    Returns:
+        Path: The path written.
+
+    Raises:
+        TypeError: If a state holds something other than tensors and plain Python values (the message names where).
+
+    Example:
+        >>> import tempfile
+        >>> path = save_checkpoint(state, Path(tempfile.mkdtemp()) / "ep0-ba0.pt")
+        >>> sorted(torch.load(path, weights_only=True))
+        ['format_version', 'metadata', 'state']
+    """
+    path = Path(path)
+    info = {
+        "library": "opencomposer",
+        "library_version": __version__,
+        "torch_version": str(torch.__version__),  # a str subclass, which weights_only loading refuses
+        "python_version": platform.python_version(),
+        "weights_only": weights_only,
+        "config": dict(metadata or {}),
+    }
+    content = {"model": _bare_model_state(state.model)} if weights_only else state.state_dict()
+    if path.suffix == ".safetensors":
+        if not weights_only:
+            raise ValueError(
+                f"Cannot save the full training state to {path}: safetensors files hold tensors only. Pass "
+                "weights_only=True to save the weights there, or use a '.pt' name for a resumable checkpoint."
+            )
+        _write_safetensors(path, content["model"], info)
+        return path
+    payload = {"format_version": FORMAT_VERSION, "metadata": info, "state": content}
+    _check_plain(payload, "checkpoint")  # fail now, naming the culprit, rather than when loading
+    _atomic_write(path, lambda tmp: _write_torch(payload, tmp))
+    return path
+
+
+def _write_torch(payload: Any, path: Path) -> None:
+    torch.save(payload, path)
+    with open(path, "r+b") as f:
+        # Hash the archive as torch wrote it (read back from the page cache: faster than hashing through a Python
+        # file object torch would write to). It ends with the 2-byte length of its comment, 0: set it, then append
+        # the comment.
+        digest = hashlib.sha256()
+        _hash_rest(f, digest)
+        trailer = _TRAILER_PREFIX + digest.hexdigest().encode()
+        f.seek(-2, os.SEEK_END)
+        f.write(struct.pack("<H", len(trailer)) + trailer)
+
+
+def _write_safetensors(path: Path, weights: Mapping[str, torch.Tensor], info: Mapping[str, Any]) -> None:
+    if not is_safetensors_available():
+        raise ImportError(
+            f"Saving {path} needs the 'safetensors' package; install it with `pip install safetensors`, or save to "
+            "a '.pt' name."
+        )
+    from safetensors.torch import save
+
+    # The header holds the SHA-256 of the whole file as written with a placeholder in its place; the digest has the
+    # placeholder's length, so putting it in moves nothing.
+    header = {"format_version": str(FORMAT_VERSION), "metadata": json.dumps(info), "checksum": _PLACEHOLDER}
+    try:
+        data = memoryview(save(dict(weights), metadata=header))
+    except Exception as e:  # safetensors refuses tensors that share memory (tied weights)
+        raise ValueError(f"Cannot write {path} as safetensors ({e}); save it to a '.pt' name instead.") from e
+    header_size = struct.unpack("<Q", data[:8])[0]
+    at = bytes(data[: 8 + header_size]).index(_PLACEHOLDER.encode())
+    digest = hashlib.sha256(data).hexdigest().encode()
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as f:
+            f.write(data[:at])
+            f.write(digest)
+            f.write(data[at + len(digest) :])
+
+    _atomic_write(path, write)
+
+
+def _atomic_write(path: Path, write: Callable[[Path], Any]) -> None:
+    """Write to a temporary file next to ``path``, flush it to disk, then rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        write(tmp)
+        _maybe_fault("after_write", path)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        _maybe_fault("after_fsync", path)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_folder(path.parent)
+
+
+def _fsync_folder(folder: Path) -> None:
+    # Makes the rename itself durable; not every platform can open a folder.
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _maybe_fault(moment: str, path: Path) -> None:
+    """Test hook: kill this process at ``moment`` of writing ``path`` when COMPOSER_CHECKPOINT_FAULT asks for it."""
+    setting = os.environ.get(FAULT_ENV_VAR)
+    if not setting:
+        return
+    wanted, _, name_glob = setting.partition(":")
+    if wanted not in _FAULT_MOMENTS:
+        raise ValueError(
+            f"{FAULT_ENV_VAR}={setting!r} is not understood; use one of {list(_FAULT_MOMENTS)}, optionally followed "
+            "by ':<glob over the file name>', or unset it."
+        )
+    if wanted == moment and (not name_glob or fnmatch.fnmatchcase(path.name, name_glob)):
+        log.warning("%s=%s: killing the process %s of %s.", FAULT_ENV_VAR, setting, moment, path)
+        os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
+
+
+_TEMPORARY_NAME = re.compile(r"\..+\.tmp-(?P<pid>[0-9]+)")
+
+
+def remove_stale_temporary_files(folder: str | Path) -> list[Path]:
+    """Deletes the temporary files that writers killed mid-save left under ``folder`` (those of live processes stay).
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> _ = (folder / ".ep0-ba3.pt.tmp-999999999").write_text("partial")
+        >>> [p.name for p in remove_stale_temporary_files(folder)]
+        ['.ep0-ba3.pt.tmp-999999999']
+    """
+    removed = []
+    for path in Path(folder).rglob(".*.tmp-*"):
+        match = _TEMPORARY_NAME.fullmatch(path.name)
+        if match is None or _process_alive(int(match.group("pid"))):
+            continue
+        path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return pid < 2**22  # exists but is someone else's (or the id is out of range: then it never existed)
+    return True
+
+
+def link_latest(link: str | Path, target: str | Path) -> None:
+    """Points the symlink ``link`` at ``target`` (a relative link, replaced atomically).
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> _ = (folder / "ep1-ba8.pt").write_text("")
+        >>> link_latest(folder / "latest-rank0.pt", folder / "ep1-ba8.pt")
+        >>> (folder / "latest-rank0.pt").resolve().name
+        'ep1-ba8.pt'
+    """
+    link, target = Path(link), Path(target)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    tmp = link.with_name(f".{link.name}.tmp-{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    os.symlink(os.path.relpath(target, link.parent), tmp)
+    os.replace(tmp, link)
+    _fsync_folder(link.parent)
+
+
+# ---- reading -----------------------------------------------------------------------------------------------------
+
+
+def read_checkpoint(path: str | os.PathLike[str], *, verify: bool = True) -> dict[str, Any]:
+    """Reads a checkpoint without running any code from it, and checks its checksum.
+
+    Args:
+        path (str | Path): A file written by :func:`save_checkpoint` (``.pt`` or ``.safetensors``), or a plain
+            model state dict saved with ``torch.save`` (read as weights without a checksum).
+        verify (bool): Check the checksum.
+
+    Returns:
+        dict: ``{'format_version', 'metadata', 'state'}``; ``state['model']`` holds the weights.
+
+    Raises:
+        FileNotFoundError: If there is no such file.
+        CheckpointError: If the file is truncated or corrupt, fails its checksum, or holds objects other than
+            tensors and plain values (a file crafted to run code when unpickled is refused this way).
+
+    Example:
+        >>> import tempfile
+        >>> path = save_checkpoint(state, Path(tempfile.mkdtemp()) / "ckpt.pt")
+        >>> checkpoint = read_checkpoint(path)
+        >>> checkpoint["metadata"]["library"], "timer" in checkpoint["state"]
+        ('opencomposer', True)
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"No checkpoint at {path}; check the path (and that the file was copied over).")
+    if path.suffix == ".safetensors":
+        return _read_safetensors(path, verify)
+    # Check the bytes before unpickling anything: a corrupt file is reported as such, and never half-read.
+    intact = _file_checksum_matches(path) if verify else True
+    if intact is False:
+        raise CheckpointError(
+            f"{path} failed its checksum: the file is corrupt (a flipped bit or a partial overwrite). Use an older "
+            "checkpoint (autoresume falls back to one by itself)."
+        )
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        if "weights only" in str(e).lower() or "weights_only" in str(e):
+            raise CheckpointError(
+                f"Refusing to load {path}: it holds Python objects other than tensors and plain values, and "
+                "unpickling them could run code from the file. Checkpoints written by composer never do; the file "
+                "is corrupt or was crafted. Do not load it with weights_only=False unless you trust where it came "
+                f"from. (torch: {str(e).splitlines()[0]})"
+            ) from None
+        raise _corrupt(path, e) from None
+    except Exception as e:
+        raise _corrupt(path, e) from None
+    if not isinstance(payload, dict):
+        raise CheckpointError(f"{path} holds a {type(payload).__name__}, not a checkpoint dict.")
+    if "format_version" not in payload:
+        if payload and all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in payload.items()):
+            return {"format_version": 0, "metadata": {"weights_only": True}, "state": {"model": payload}}
+        raise CheckpointError(
+            f"{path} is not a composer checkpoint (no 'format_version') nor a plain model state dict of tensors; "
+            "load it yourself and pass the weights to composer.utils.checkpoint.load_model_state."
+        )
+    if intact is None:
+        raise CheckpointError(
+            f"{path} has lost its checksum (the end of the file is missing or damaged): it is truncated or corrupt. "
+            "Use an older checkpoint (autoresume falls back to one by itself)."
+        )
+    if payload["format_version"] > FORMAT_VERSION:
+        raise CheckpointError(
+            f"{path} has checkpoint format {payload['format_version']}, newer than this library reads "
+            f"({FORMAT_VERSION}); upgrade opencomposer."
+        )
+    return payload
+
+
+def _file_checksum_matches(path: Path) -> bool | None:
+    """Whether the file's bytes hash to the digest in its trailing zip comment; None if it has no such comment."""
+    size = path.stat().st_size
+    body = size - _TRAILER_SIZE - 2  # the bytes torch.save wrote, but for the comment length it ends with
+    with open(path, "rb") as f:
+        if body < 0:
+            return None
+        f.seek(body)
+        tail = f.read()
+        if struct.unpack("<H", tail[:2])[0] != _TRAILER_SIZE or not tail[2:].startswith(_TRAILER_PREFIX):
+            return None
+        expected = tail[2 + len(_TRAILER_PREFIX) :]
+        f.seek(0)
+        digest = hashlib.sha256()
+        _hash_rest(f, digest, body)
+    digest.update(b"\0\0")
+    return digest.hexdigest().encode() == expected
+
+
+def _hash_rest(f: BinaryIO, digest: Any, limit: int | None = None) -> None:
+    """Feeds the file from its current position (``limit`` bytes at most) to ``digest``, 16 MiB at a time."""
+    buffer = memoryview(bytearray(1 << 24))
+    remaining = limit if limit is not None else float("inf")
+    while remaining > 0:
+        read = f.readinto(buffer[: int(min(remaining, len(buffer)))])  # type: ignore[attr-defined]
+        if not read:
+            return
+        digest.update(buffer[:read])
+        remaining -= read
+
+
+def _corrupt(path: Path, error: Exception) -> CheckpointError:
+    first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return CheckpointError(
+        f"Cannot read checkpoint {path}: it is truncated or corrupt ({type(error).__name__}: {first_line}). Use an "
+        "older checkpoint (autoresume falls back to one by itself)."
+    )
+
+
+def _read_safetensors(path: Path, verify: bool) -> dict[str, Any]:
+    if not is_safetensors_available():
+        raise ImportError(f"Reading {path} needs the 'safetensors' package; install it with `pip install safetensors`.")
+    from safetensors import safe_open
+
+    try:
+        with open(path, "rb") as f:
+            prefix = f.read(8)
+            header_bytes = f.read(struct.unpack("<Q", prefix)[0])
+            header = json.loads(header_bytes)["__metadata__"]
+            if verify:
+                # Hash the file as it was before the digest went in: the digest's bytes back to the placeholder.
+                at = header_bytes.index(header["checksum"].encode())
+                digest = hashlib.sha256(prefix + header_bytes[:at] + _PLACEHOLDER.encode())
+                digest.update(header_bytes[at + len(_PLACEHOLDER) :])
+                _hash_rest(f, digest)
+                if digest.hexdigest() != header["checksum"]:
+                    raise CheckpointError(
+                        f"{path} failed its checksum: the file is corrupt. Use an older checkpoint (autoresume falls "
+                        "back to one by itself)."
+                    )
+        with safe_open(str(path), framework="pt") as f:
+            weights = {key: f.get_tensor(key) for key in f.keys()}  # noqa: SIM118 (safe_open has no __iter__)
+        metadata = json.loads(header["metadata"])
+        version = int(header["format_version"])
+    except CheckpointError:
+        raise
+    except Exception as e:
+        raise _corrupt(path, e) from None
+    return {"format_version": version, "metadata": metadata, "state": {"model": weights}}
+
+
+def load_checkpoint(
+    state: State,
+    path: str | os.PathLike[str],
+    *,
+    weights_only: bool = False,
+    strict: bool = True,
+    ignore_keys: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Reads the checkpoint at ``path`` and restores it into ``state``; see :func:`restore_checkpoint`.
+
+    Returns:
+        dict: The checkpoint's metadata.
+
+    Example:
+        >>> import tempfile
+        >>> path = save_checkpoint(state, Path(tempfile.mkdtemp()) / "ckpt.pt")
+        >>> load_checkpoint(state, path)["library"]
+        'opencomposer'
+    """
+    checkpoint = read_checkpoint(path)
+    restore_checkpoint(state, checkpoint, weights_only=weights_only, strict=strict, ignore_keys=ignore_keys, path=path)
+    return dict(checkpoint["metadata"])
+
+
+def restore_checkpoint(
+    state: State,
+    checkpoint: Mapping[str, Any],
+    *,
+    weights_only: bool = False,
+    strict: bool = True,
+    ignore_keys: Sequence[str] = (),
+    path: str | os.PathLike[str] = "the checkpoint",
+) -> None:
+    """Restores a checkpoint from :func:`read_checkpoint` into ``state``.
+
+    Args:
+        state (State): Restored in place; its optimizers, schedulers, algorithms and callbacks must exist already.
+        checkpoint (Mapping): The output of :func:`read_checkpoint`.
+        weights_only (bool): Restore only the model's weights (no optimizer, timer, random states, ...).
+        strict (bool): Whether the model's keys must match exactly (keys matching ``ignore_keys`` aside).
+        ignore_keys (Sequence[str]): Glob patterns over the model's keys to leave as they are, e.g. a new
+            classification head: ``['module.2.*']``.
+        path (str | Path): The file it came from, for error messages.
+
+    Raises:
+        CheckpointError: If a full restore is asked of a checkpoint that holds only weights.
+    """
+    saved = checkpoint["state"]
+    saved_weights_only = checkpoint["metadata"].get("weights_only", False)
+    if saved_weights_only and not weights_only:
+        raise CheckpointError(
+            f"{path} holds only model weights, so training cannot resume from it; pass load_weights_only=True to "
+            "start from these weights."
+        )
+    load_model_state(state.model, saved["model"], strict=strict, ignore_keys=ignore_keys)
+    if not weights_only:
+        state.load_state_dict({key: value for key, value in saved.items() if key != "model"})
+
+
+def load_model_state(
+    model: torch.nn.Module,
+    weights: Mapping[str, torch.Tensor],
+    *,
+    strict: bool = True,
+    ignore_keys: Sequence[str] = (),
+) -> tuple[list[str], list[str]]:
+    """Loads ``weights`` into ``model``, matching keys across DistributedDataParallel and ``torch.compile``.
+
+    Keys saved from a wrapped model (``module.``, ``_orig_mod.`` prefixes) load into a bare model and the other way
+    round: wrappers around ``model`` are looked through, ``_orig_mod`` is dropped wherever it appears, and a leading
+    ``module.`` is dropped when that is what makes the keys match (a model may also have a submodule really named
+    ``module``).
+
+    Args:
+        model (torch.nn.Module): The model to load into (possibly wrapped).
+        weights (Mapping): A model state dict.
+        strict (bool): Raise if keys are missing or unexpected (besides ``ignore_keys``); otherwise warn.
+        ignore_keys (Sequence[str]): Glob patterns over the model's keys whose values are neither loaded nor
+            required, e.g. ``['module.2.*']`` for a new classification head.
+
+    Returns:
+        tuple[list[str], list[str]]: The missing and the unexpected keys.
+
+    Raises:
+        ValueError: On a shape mismatch, or (with ``strict``) missing or unexpected keys; the message lists them
+            and how to fix it.
+
+    Example:
+        >>> source, target = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+        >>> wrapped_keys = {"module." + k: v for k, v in source.state_dict().items()}  # saved from DDP
+        >>> load_model_state(target, wrapped_keys)
+        ([], [])
+        >>> torch.equal(target.weight, source.weight)
+        True
+    """
+    target = _unwrap_model(model)
+    own_state = target.state_dict()
+    by_bare_key = {_drop_compile_segments(key): key for key in own_state}
+    saved = _strip_wrapper_prefixes({_drop_compile_segments(k): v for k, v in weights.items()}, set(by_bare_key))
+
+    unused_patterns = [p for p in ignore_keys if not any(fnmatch.fnmatchcase(k, p) for k in (*by_bare_key, *saved))]
+    if unused_patterns:
+        warnings.warn(f"load_ignore_keys patterns {unused_patterns} match no model key.", stacklevel=2)
+
+    def ignored(key: str) -> bool:
+        return any(fnmatch.fnmatchcase(key, p) for p in ignore_keys)
+
+    to_load = {by_bare_key[k]: v for k, v in saved.items() if k in by_bare_key and not ignored(k)}
+    unexpected = sorted(k for k in saved if k not in by_bare_key and not ignored(k))
+    missing = sorted(k for k in by_bare_key if k not in saved and not ignored(k))
+    mismatched = [
+        f"{key}: saved {tuple(value.shape)}, model {tuple(own_state[key].shape)}"
+        for key, value in to_load.items()
+        if isinstance(value, torch.Tensor) and value.shape != own_state[key].shape
+    ]
+    if mismatched:
+        raise ValueError(
+            f"Checkpoint weights do not fit the model: shape mismatch for {mismatched[:5]}"
+            + (f" and {len(mismatched) - 5} more" if len(mismatched) > 5 else "")
+            + ". If these layers are new (a new classification head), pass their keys in load_ignore_keys "
+            "(glob patterns such as 'module.2.*')."
+        )
+    if strict and (missing or unexpected):
+        raise ValueError(
+            f"Checkpoint weights do not match the model: missing keys {_some(missing)}, unexpected keys "
+            f"{_some(unexpected)}. Load the checkpoint into the same architecture, list keys to skip in "
+            "load_ignore_keys, or load non-strictly (load_strict_model_weights=False)."
+        )
+    if missing or unexpected:
+        log.warning("Loaded model weights non-strictly: missing %s, unexpected %s.", _some(missing), _some(unexpected))
+    target.load_state_dict(to_load, strict=False)
+    return missing, unexpected
+
+
+def _some(keys: Sequence[str], limit: int = 8) -> str:
+    return str(list(keys[:limit])) + (f" (+{len(keys) - limit} more)" if len(keys) > limit else "")
+
+
+def _drop_compile_segments(key: str) -> str:
+    return ".".join(part for part in key.split(".") if part != "_orig_mod")
+
+
+def _strip_wrapper_prefixes(weights: dict[str, Any], model_keys: set[str]) -> dict[str, Any]:
+    """Drops leading ``module.`` while every key has it and dropping it matches more of the model's keys."""
+    best, best_overlap = weights, len(model_keys.intersection(weights))
+    current = weights
+    while current and all(k.startswith("module.") for k in current):
+        current = {k.split(".", 1)[1]: v for k, v in current.items()}
+        overlap = len(model_keys.intersection(current))
+        if overlap > best_overlap:
+            best, best_overlap = current, overlap
+    return best
+
+
+# ---- what a checkpoint may hold --------------------------------------------------------------------------------------
+
+
+_PLAIN_TYPES = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device, torch.Size)
+
+
+def _check_plain(obj: Any, where: str) -> None:
+    """Raises TypeError unless ``obj`` holds only what ``torch.load(weights_only=True)`` reads back.
+
+    Types are checked exactly, not with isinstance: a subclass (a numpy float, a str enum, torch's version string)
+    is pickled as its own class, which weights-only loading refuses.
+    """
+    kind = type(obj)
+    if isinstance(obj, torch.Tensor):
+        if obj.layout != torch.strided:
+            raise TypeError(f"{where} is a {obj.layout} tensor; checkpoints hold dense tensors only.")
+    elif kind in (dict, OrderedDict):
+        for key, value in obj.items():
+            _check_plain(key, f"{where} (a key)")
+            _check_plain(value, f"{where}/{key}")
+    elif kind in (list, tuple, set):
+        for i, value in enumerate(obj):
+            _check_plain(value, f"{where}/{i}")
+    elif kind not in _PLAIN_TYPES:
+        raise TypeError(
+            f"{where} is a {kind.__module__}.{kind.__qualname__}; checkpoints hold tensors and plain Python values "
+            "only (so they load with torch.load(weights_only=True)). Make the state_dict() that returns it give "
+            "plain values (int, float, str, bool, None, lists, tuples and dicts of them, tensors) instead."
+        )

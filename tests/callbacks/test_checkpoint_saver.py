@@ -1,0 +1,134 @@
+import io
+
+import pytest
+import torch
+
+from composer import Trainer
+from composer.callbacks.checkpoint_saver import CheckpointSaver, CheckpointSaverHparams
+from composer.utils.checkpoint import read_checkpoint
+from tests.common import SimpleModel, make_dataloader
+
+
+def train(saver, max_duration="2ep", num_samples=16, **kwargs):
+    torch.manual_seed(0)
+    model = SimpleModel()
+    trainer = Trainer(
+        model=model,
+        train_dataloader=make_dataloader(num_samples=num_samples, batch_size=4),
+        max_duration=max_duration,
+        optimizers=torch.optim.SGD(model.parameters(), lr=0.1),
+        callbacks=[saver],
+        progress_bar=False,
+        seed=0,
+        **kwargs,
+    )
+    trainer.fit()
+    trainer.close()
+    return trainer
+
+
+def names(saver):
+    return [p.name for p in saver.saved_checkpoints]
+
+
+@pytest.mark.parametrize(
+    ("interval", "expected"),
+    [
+        ("1ep", ["ep1-ba4.pt", "ep2-ba8.pt"]),
+        (1, ["ep1-ba4.pt", "ep2-ba8.pt"]),
+        ("3ba", ["ep0-ba3.pt", "ep1-ba6.pt", "ep2-ba8.pt"]),  # and the final state
+        ("4ba", ["ep0-ba4.pt", "ep1-ba8.pt", "ep2-ba8.pt"]),  # the epoch's last batch, before the epoch ends
+        ("20sp", ["ep1-ba5.pt", "ep2-ba8.pt"]),  # 4 samples a batch: 20 samples are crossed at batch 5
+        ("0.5dur", ["ep0-ba4.pt", "ep1-ba8.pt", "ep2-ba8.pt"]),
+    ],
+)
+def test_save_interval(tmp_path, interval, expected):
+    saver = CheckpointSaver(folder=str(tmp_path), filename="ep{epoch}-ba{batch}.pt", save_interval=interval)
+    train(saver)
+    assert names(saver) == expected
+    assert sorted(p.name for p in tmp_path.glob("ep*.pt")) == sorted(expected)
+
+
+def test_a_function_of_the_state_decides_when_to_save(tmp_path):
+    saver = CheckpointSaver(
+        folder=str(tmp_path), filename="ba{batch}.pt", save_interval=lambda state: state.timer.batch.value in (2, 5)
+    )
+    train(saver)
+    assert names(saver) == ["ba2.pt", "ba5.pt", "ba8.pt"]
+
+
+def test_a_run_that_stops_early_saves_where_it_stopped(tmp_path):
+    class StopAt3(CheckpointSaver):
+        def batch_end(self, state, logger):
+            if state.timer.batch.value == 3:
+                state.stop_training("test")
+
+    saver = StopAt3(folder=str(tmp_path), filename="ep{epoch}-ba{batch}.pt", save_interval="10ep")
+    train(saver)
+    assert names(saver) == ["ep1-ba3.pt"]
+
+
+def test_keeps_the_newest_and_points_latest_at_the_newest(tmp_path):
+    saver = CheckpointSaver(
+        folder=str(tmp_path / "{run_name}"),
+        filename="ep{epoch}-ba{batch}-rank{rank}.pt",
+        save_interval="1ba",
+        num_checkpoints_to_keep=2,
+        run_name="demo",
+    )
+    train(saver)
+    folder = tmp_path / "demo"
+    assert sorted(p.name for p in folder.iterdir()) == ["ep1-ba8-rank0.pt", "ep2-ba8-rank0.pt", "latest-rank0.pt"]
+    assert (folder / "latest-rank0.pt").resolve() == (folder / "ep2-ba8-rank0.pt").resolve()
+    # Each checkpoint records itself among the saved ones, so a run resumed from it prunes it in turn.
+    saved_state = read_checkpoint(folder / "ep2-ba8-rank0.pt")["state"]["callbacks"][-1]["state"]
+    assert saved_state["saved_checkpoints"] == ["ep1-ba8-rank0.pt", "ep2-ba8-rank0.pt"]
+
+
+def test_weights_only_and_safetensors_names(tmp_path):
+    saver = CheckpointSaver(folder=str(tmp_path), filename="w-ba{batch}.safetensors", weights_only=True)
+    train(saver, max_duration="1ep")
+    checkpoint = read_checkpoint(tmp_path / "w-ba4.safetensors")
+    assert checkpoint["metadata"]["weights_only"] and set(checkpoint["state"]) == {"model"}
+
+
+def test_refuses_to_mix_runs_in_one_folder_unless_told(tmp_path):
+    train(CheckpointSaver(folder=str(tmp_path)), max_duration="1ep")
+    with pytest.raises(ValueError, match=r"already holds checkpoints.*autoresume=True.*save_overwrite=True"):
+        train(CheckpointSaver(folder=str(tmp_path)), max_duration="1ep")
+    again = CheckpointSaver(folder=str(tmp_path), overwrite=True)
+    train(again, max_duration="1ep")
+    assert names(again) == ["ep1-ba4-rank0.pt"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"save_interval": "0ba"}, "must be positive"),
+        ({"save_interval": "soon"}, "is not a time"),
+        ({"save_interval": "2dur"}, "more than the whole run"),
+        ({"num_checkpoints_to_keep": 0}, "-1 to keep them all"),
+        ({"filename": "ep{epoch}-{loss}.pt"}, "loss"),
+        ({"folder": "{run_name}/ckpt"}, "run_name is None"),
+    ],
+)
+def test_bad_arguments_say_what_to_do(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        CheckpointSaver(**kwargs)
+
+
+def test_state_dict_round_trip_uses_paths_relative_to_the_folder(tmp_path):
+    saver = CheckpointSaver(folder=str(tmp_path), save_interval="2ba")
+    train(saver, max_duration="4ba")
+    saved = saver.state_dict()
+    buffer = io.BytesIO()
+    torch.save(saved, buffer)
+    buffer.seek(0)
+    fresh = CheckpointSaver(folder=str(tmp_path), save_interval="2ba")
+    fresh.load_state_dict(torch.load(buffer, weights_only=True))
+    assert fresh.state_dict() == saved and fresh.saved_checkpoints == saver.saved_checkpoints
+
+
+def test_hparams_build_the_saver(tmp_path):
+    saver = CheckpointSaverHparams.from_dict({"folder": str(tmp_path), "save_interval": "2ba"}).initialize_object()
+    assert isinstance(saver, CheckpointSaver) and saver.latest_filename == "latest-rank{rank}.pt"

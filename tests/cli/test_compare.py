@@ -1,0 +1,50 @@
+"""composer compare on two tiny recipes: the table and the Pareto plot are written; the frontier arithmetic."""
+
+from __future__ import annotations
+
+import pytest
+
+from composer.cli.__main__ import main
+from composer.cli.frontier import Point, pareto_frontier, speedup, time_to_reach
+from tests.cli.recipes import write_recipe
+
+
+@pytest.mark.slow
+def test_compare_writes_the_table_and_a_png(tmp_path, capsys):
+    baseline = write_recipe(tmp_path, "base")
+    faster = write_recipe(tmp_path, "fast", "algorithms: {label_smoothing: {alpha: 0.1}}\n")
+    out = tmp_path / "out"
+    argv = ["compare", "-b", str(baseline), str(faster), "--baseline-durations", "1ba", "2ba", "--seeds", "0", "1"]
+    assert main([*argv, "--out", str(out), "--threads", "1"]) == 0
+    printed = capsys.readouterr().out
+    table = (out / "compare.md").read_text()
+    assert table.strip() in printed
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert [row.split(" | ")[:2] for row in rows] == [["| base", "1ba"], ["| base", "2ba"], ["| fast", "2ba"]]
+    assert "Baseline best:" in table and "- fast:" in table
+    assert (out / "pareto.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    csv_lines = (out / "compare.csv").read_text().splitlines()
+    assert csv_lines[0] == "recipe,duration,seed,seconds,Accuracy" and len(csv_lines) == 1 + 3 * 2
+
+
+def test_compare_reports_mistakes_with_exit_2(tmp_path, capsys):
+    baseline = write_recipe(tmp_path, "base")
+    no_eval = tmp_path / "no_eval.yaml"
+    no_eval.write_text(baseline.read_text().replace("eval_dataset:", "unused_eval:"))
+    assert main(["compare", "-b", str(baseline), str(tmp_path / "gone.yaml"), "--baseline-durations", "1ba"]) == 2
+    assert "gone.yaml: the recipe file does not exist" in capsys.readouterr().err
+    assert main(["compare", "-b", str(baseline), str(baseline), "--baseline-durations", "1ba"]) == 2
+    assert "recipe file names must differ" in capsys.readouterr().err
+
+
+def test_frontier_and_speedup_against_hand_computed_values():
+    points = [(1.0, 0.5), (2.0, 0.7), (3.0, 0.6), (4.0, 0.9)]
+    frontier = pareto_frontier(points)
+    assert frontier == [(1.0, 0.5), (2.0, 0.7), (4.0, 0.9)]  # (3.0, 0.6) is beaten by a faster point
+    assert time_to_reach(frontier, 0.8) == pytest.approx(3.0)  # halfway from (2, 0.7) to (4, 0.9)
+    assert time_to_reach(frontier, 0.95) is None
+    assert speedup(frontier, 1.5, 0.8).factor == pytest.approx(2.0) and speedup(frontier, 1.5, 0.8).bound == ""
+    beyond = speedup(frontier, 2.0, 0.95)
+    assert (beyond.factor, beyond.bound) == (pytest.approx(2.0), ">")  # at least 4.0 / 2.0
+    point = Point("r", "1ep", [1.0, 3.0], [0.5, 0.7])
+    assert (point.time, point.value) == (2.0, pytest.approx(0.6)) and point.time_std == pytest.approx(2**0.5)

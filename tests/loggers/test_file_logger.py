@@ -1,0 +1,70 @@
+import json
+
+import pytest
+
+from composer.loggers import FileLogger, FileLoggerHparams
+from tests.loggers.conftest import assert_same_series, numeric_series
+
+
+def test_jsonl_lines_read_back_equal_the_in_memory_logger(run_training, tmp_path):
+    path = tmp_path / "run" / "log.jsonl"
+    memory = run_training(FileLogger(path, log_level="batch"))
+    written: dict[str, list] = {}
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        for key, value in record["data"].items():
+            written.setdefault(key, []).append((record["batch"], value))
+    for key, expected in numeric_series(memory).items():
+        assert_same_series(written[key], expected, key, rel=1e-12)
+    assert written["trainer/algorithms"] == [(0, [])]
+    assert set(written) == set(memory.data)
+
+
+def test_text_lines_at_epoch_level_hold_only_epoch_and_fit_values(run_training, tmp_path):
+    path = tmp_path / "log.txt"
+    memory = run_training(FileLogger(path))
+    lines = path.read_text().splitlines()
+    assert lines[0] == "[FIT][epoch=0 batch=0]: trainer/algorithms: []"
+    accuracy = memory.values("metrics/eval/Accuracy")
+    eval_lines = [line for line in lines if "metrics/eval/Accuracy" in line]
+    assert eval_lines[0].startswith("[EPOCH][epoch=1 batch=3]: metrics/eval/Accuracy: ")
+    assert [float(line.split("Accuracy: ")[1].split(",")[0]) for line in eval_lines] == pytest.approx(
+        accuracy, abs=5e-5
+    )
+    assert not any(line.startswith("[BATCH]") for line in lines)
+
+
+def test_log_interval_keeps_every_second_batch(run_training, tmp_path):
+    path = tmp_path / "log.jsonl"
+    run_training(FileLogger(path, log_level="batch", log_interval="2ba"))
+    steps = [json.loads(line)["batch"] for line in path.read_text().splitlines() if "loss/train" in line]
+    assert steps == [0, 2, 4]
+
+
+def test_refuses_an_existing_file_unless_told_to_overwrite(tmp_path):
+    path = tmp_path / "log.txt"
+    path.write_text("an earlier run\n")
+    with pytest.raises(ValueError, match="already exists; pass overwrite=True"):
+        FileLogger(path)
+    FileLogger(path, overwrite=True)
+
+
+def test_an_unwritable_folder_fails_when_built(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    with pytest.raises(ValueError, match=r"filename='.*a_file/log.txt' cannot be written: .* is a file, not a folder"):
+        FileLogger(blocker / "log.txt")
+
+
+def test_bad_format_and_interval_are_rejected(tmp_path):
+    with pytest.raises(ValueError, match=r"format='yaml' is not supported; expected one of \['text', 'jsonl'\]"):
+        FileLogger(tmp_path / "log", format="yaml")
+    with pytest.raises(ValueError, match="log_interval='3sp' must be a whole number of batches or epochs"):
+        FileLogger(tmp_path / "log", log_interval="3sp")
+
+
+def test_hparams_build_the_logger(tmp_path):
+    logger = FileLoggerHparams.from_dict(
+        {"filename": str(tmp_path / "x.jsonl"), "log_level": "batch"}
+    ).initialize_object()
+    assert logger.format == "jsonl" and logger.log_level.name == "BATCH"
