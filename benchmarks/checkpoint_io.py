@@ -6,7 +6,8 @@ weight). Each round times, interleaved (in an order that rotates from round to r
 ``os.sync()``) so that drift in machine speed hits all of them:
 
 * save: ``composer.utils.checkpoint.save_checkpoint(state, path)`` (whole State: atomic write, fsync, checksum)
-  against ``torch.save(state.state_dict(), path)``, with and without an fsync (what durability costs by itself);
+  against ``torch.save(state.state_dict(), path)`` over the previous file, and against the same torch.save made
+  atomic by hand (a new temporary file, fsync, rename: what crash safety costs without the checksum);
 * load: ``load_checkpoint(state, path)`` (checksum check, weights-only unpickling, restore into the State) against
   ``torch.load(path, weights_only=True)`` followed by ``state.load_state_dict``.
 
@@ -71,11 +72,13 @@ def build_state(layers: int, width: int) -> State:
     return State(model=model, max_duration="1ep", optimizers=optimizer)
 
 
-def torch_save_and_fsync(state: State, path: Path) -> None:
-    torch.save(state.state_dict(), path)
-    fd = os.open(path, os.O_RDONLY)
+def torch_save_atomically(state: State, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(state.state_dict(), tmp)
+    fd = os.open(tmp, os.O_RDONLY)
     os.fsync(fd)
     os.close(fd)
+    os.replace(tmp, path)
 
 
 def main() -> None:
@@ -93,12 +96,12 @@ def main() -> None:
 
     folder = Path(args.folder or tempfile.mkdtemp())
     ours, plain = folder / "composer.pt", folder / "plain.pt"
-    names = ["save", "save (torch.save)", "save (torch.save+fsync)", "load", "load (torch)"]
+    names = ["save", "save (torch.save)", "save (torch.save, atomic)", "load", "load (torch)"]
     results: dict[str, list[tuple[float, int]]] = {name: [] for name in names}
     operations: dict[str, Callable[[], object]] = {
         "save": lambda: save_checkpoint(state, ours),
         "save (torch.save)": lambda: torch.save(state.state_dict(), plain),
-        "save (torch.save+fsync)": lambda: torch_save_and_fsync(state, plain),
+        "save (torch.save, atomic)": lambda: torch_save_atomically(state, plain),
         "load": lambda: load_checkpoint(state, ours),
         "load (torch)": lambda: state.load_state_dict(torch.load(plain, weights_only=True, map_location="cpu")),
     }

@@ -136,6 +136,7 @@ class Checkpointing:
                 restore_checkpoint(state, _without_budget(checkpoint, state), path=path)
                 log.info("autoresume: resuming from %s at %s.", path, state.timer)
                 self.loaded_path = path
+                _warn_if_inexact(state)
                 return path
             log.info("autoresume: no checkpoint in %s yet; training from the start.", self.save_folder)
         if self.load_path is not None:
@@ -149,7 +150,20 @@ class Checkpointing:
             )
             log.info("Loaded %s from %s.", "weights" if self.load_weights_only else "checkpoint", self.load_path)
             self.loaded_path = self.load_path
+            if not self.load_weights_only:
+                _warn_if_inexact(state)
         return self.loaded_path
+
+
+def _warn_if_inexact(state: State) -> None:
+    loader = state.train_dataloader
+    if getattr(loader, "persistent_workers", False) and getattr(loader, "num_workers", 0) > 0:
+        warnings.warn(
+            "The training DataLoader keeps persistent_workers, whose random states carry over from epoch to epoch and "
+            "are not in the checkpoint: random transforms in its workers will differ from the run that saved it. "
+            "For an exact resume, use persistent_workers=False.",
+            stacklevel=3,
+        )
 
 
 def _without_budget(checkpoint: dict[str, Any], state: State) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from composer.algorithms.gradient_clipping import apply_gradient_clipping
 from composer.core.algorithm import Algorithm
 from composer.core.callback import Callback
 from composer.core.data_spec import DataSpec, ensure_data_spec
@@ -73,7 +74,8 @@ class Trainer:
         deterministic_mode (bool): Use deterministic kernels only.
         loggers (Sequence[LoggerDestination], optional): Where logged values go.
         callbacks (Sequence[Callback], optional): Observers of the loop, run after the loggers.
-        progress_bar (bool): Show a progress bar on standard error when it is a terminal.
+        progress_bar (bool): Show progress on standard error: bars on a terminal, one line per epoch and evaluation
+            elsewhere.
         log_to_console (bool): Print epoch-level metrics to standard error.
         run_name (str, optional): The run's name, for ``{run_name}`` in ``save_folder``; default: generated from
             the time. Give the same one on every launch of a run that uses ``autoresume``.
@@ -431,7 +433,7 @@ class Trainer:
             for optimizer in state.optimizers:
                 scaler.unscale_(optimizer)
         if self.grad_clip_norm is not None:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), self.grad_clip_norm)
+            apply_gradient_clipping(model.parameters(), "norm", self.grad_clip_norm)
         engine.run_event(Event.AFTER_TRAIN_BATCH)
         return total_loss
 

@@ -207,8 +207,9 @@ def save_checkpoint(
 
     The file holds the whole :meth:`State.state_dict` (model, optimizers, schedulers, grad scaler, timer, scale
     schedule ratio, algorithms' and callbacks' states, random states, the data position) or, with
-    ``weights_only``, the model's weights alone. Tensors are written from where they are: the extra memory a save
-    needs is about one tensor's bytes (torch copies one storage at a time), not a copy of the model.
+    ``weights_only``, the model's weights alone. Tensors are written from where they are, so a save needs no copy of
+    the model: at most one tensor's bytes (torch moves GPU storages to the CPU one at a time) and the 16 MiB buffer
+    the checksum is read through.
 
     Args:
         state (State): What to save.

@@ -316,3 +316,13 @@ def test_a_crafted_load_path_is_refused(tmp_path):
     with pytest.raises(CheckpointError, match=r"Refusing to load .*evil\.pt"):
         make_trainer(load_path=tmp_path / "evil.pt")
     assert not (tmp_path / "pwned").exists()
+
+
+def test_resuming_with_persistent_workers_warns_that_it_cannot_be_exact(tmp_path):
+    def loader():
+        data = make_dataloader(num_samples=16, batch_size=4).dataset
+        return DataLoader(data, batch_size=4, shuffle=True, num_workers=1, persistent_workers=True)
+
+    path = make_trainer(train_dataloader=loader()).save_checkpoint(tmp_path / "ckpt.pt")
+    with pytest.warns(UserWarning, match="persistent_workers"):
+        make_trainer(train_dataloader=loader(), load_path=path)
