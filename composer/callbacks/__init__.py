@@ -5,6 +5,7 @@ Callbacks never change the training state; the stoppers end a run through ``stat
 
 from __future__ import annotations
 
+from composer.callbacks.checkpoint_saver import CheckpointSaver, CheckpointSaverHparams
 from composer.callbacks.early_stopper import EarlyStopper, EarlyStopperHparams
 from composer.callbacks.grad_monitor import GradMonitor, GradMonitorHparams, grad_norms
 from composer.callbacks.image_visualizer import ImageVisualizer, ImageVisualizerHparams, log_images, make_image_grid
@@ -21,6 +22,8 @@ __all__ = [
     "CALLBACKS",
     "CALLBACK_HPARAMS",
     "Callback",
+    "CheckpointSaver",
+    "CheckpointSaverHparams",
     "EarlyStopper",
     "EarlyStopperHparams",
     "GradMonitor",
@@ -49,6 +52,7 @@ __all__ = [
 
 # Registry name -> callback class.
 CALLBACKS: dict[str, type[Callback]] = {
+    "checkpoint_saver": CheckpointSaver,
     "early_stopper": EarlyStopper,
     "grad_monitor": GradMonitor,
     "image_visualizer": ImageVisualizer,
@@ -61,6 +65,7 @@ CALLBACKS: dict[str, type[Callback]] = {
 
 # Registry name -> the config class that builds it (YAML ``callbacks:`` entries).
 CALLBACK_HPARAMS: dict[str, type[Hparams]] = {
+    "checkpoint_saver": CheckpointSaverHparams,
     "early_stopper": EarlyStopperHparams,
     "grad_monitor": GradMonitorHparams,
     "image_visualizer": ImageVisualizerHparams,
