@@ -127,6 +127,7 @@ def test_real_cifar_archive_trains(tmp_path, capsys):
     assert "metrics/eval/Accuracy" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # two fresh interpreters importing torch and torchmetrics: seconds each
 def test_the_module_runs_as_a_command(tmp_path):
     ok = subprocess.run([sys.executable, "-m", "composer.cli", "list", "loggers"], capture_output=True, text=True)
     assert ok.returncode == 0 and ok.stdout.startswith("loggers:")

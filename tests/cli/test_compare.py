@@ -9,7 +9,6 @@ from composer.cli.frontier import Point, pareto_frontier, speedup, time_to_reach
 from tests.cli.recipes import write_recipe
 
 
-@pytest.mark.slow
 def test_compare_writes_the_table_and_a_png(tmp_path, capsys):
     baseline = write_recipe(tmp_path, "base")
     faster = write_recipe(tmp_path, "fast", "algorithms: {label_smoothing: {alpha: 0.1}}\n")
