@@ -8,6 +8,7 @@ malformed command lines the same way.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -49,6 +50,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"composer {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`composer list | head`): stop quietly, as Unix tools do
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - Python flushes stdout at exit; give it somewhere to go
+        return 141
     return code
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import importlib.util
 import sys
 import time
 from collections.abc import Sequence
@@ -147,7 +148,8 @@ def run_compare(
     # Check every recipe before spending time on runs: a mistake in the last one should not wait for the first.
     for recipe, duration in plan:
         load_recipe(recipe, [*overrides, f"max_duration={duration}"])
-    measure(baseline, "2ba", seeds[0], metric, overrides)  # untimed warm-up: first-call costs (kernels, caches)
+    for recipe in dict.fromkeys(recipe for recipe, _ in plan):
+        measure(recipe, "2ba", seeds[0], metric, overrides)  # untimed warm-up: first-call costs (kernels, caches)
 
     runs: list[dict[str, Any]] = []
     total = len(plan) * len(seeds)
@@ -259,6 +261,9 @@ def plot_pareto(points: Sequence[Point], baseline: str, path: str | Path, metric
 
     Returns:
         Path: The file written.
+
+    Raises:
+        ImportError: Without matplotlib.
     """
     import matplotlib
 
@@ -305,14 +310,21 @@ def plot_pareto(points: Sequence[Point], baseline: str, path: str | Path, metric
     return out
 
 
-def _write_outputs(out: Path, table: str, runs: Sequence[dict[str, Any]], points: Sequence[Point], args: Any) -> None:
+def _write_outputs(
+    out: Path, table: str, runs: Sequence[dict[str, Any]], points: Sequence[Point], args: Any
+) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.md").write_text(table + "\n")
     with open(out / "compare.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(runs[0]))
         writer.writeheader()
         writer.writerows(runs)
-    plot_pareto(points, _recipe_name(args.baseline), out / "pareto.png", args.metric)
+    written = [out / "compare.md", out / "compare.csv"]
+    if importlib.util.find_spec("matplotlib") is None:
+        print("composer compare: no plot: install matplotlib to get pareto.png.", file=sys.stderr)
+    else:
+        written.append(plot_pareto(points, _recipe_name(args.baseline), out / "pareto.png", args.metric))
+    return written
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -337,9 +349,9 @@ def _run(args: argparse.Namespace) -> int:
         progress=None,
     )
     table = format_table(points, _recipe_name(args.baseline), args.metric, args.tolerance)
-    _write_outputs(args.out, table, runs, points, args)
+    written = _write_outputs(args.out, table, runs, points, args)
     print(table)
-    print(f"\nWrote {args.out / 'compare.md'}, {args.out / 'compare.csv'} and {args.out / 'pareto.png'}.")
+    print(f"\nWrote {', '.join(str(path) for path in written)}.")
     return 0
 
 

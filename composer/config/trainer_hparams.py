@@ -43,6 +43,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, Self, TypeVar
 
+from composer.callbacks import CALLBACK_HPARAMS
 from composer.config.config_error import ConfigError, suggest
 from composer.config.datasets import DatasetHparams
 from composer.config.models import ModelHparams
@@ -50,6 +51,7 @@ from composer.config.registry import ALGORITHM_HPARAMS, DATASETS, MODELS
 from composer.core.hparams import Hparams, hparams
 from composer.core.precision import Precision
 from composer.core.time import Time, TimeUnit
+from composer.loggers import LOGGER_HPARAMS
 from composer.optim.optimizer_hparams import OPTIMIZERS, OptimizerHparams
 from composer.optim.scheduler import SCHEDULERS, SchedulerHparams
 
@@ -66,18 +68,13 @@ _ONE_OF: dict[str, tuple[Mapping[str, type[Hparams]], str]] = {
 }
 
 
-def _set_registries() -> dict[str, tuple[Mapping[str, type[Hparams]], str]]:
-    # ... and for fields that hold several. Callbacks and loggers are imported here, not at module level, to keep the
-    # import of this module light for the other fields' users.
-    from composer.callbacks import CALLBACK_HPARAMS
-    from composer.loggers import LOGGER_HPARAMS
-
-    return {
-        "algorithms": (ALGORITHM_HPARAMS, "algorithm"),
-        "schedulers": (SCHEDULERS, "scheduler"),
-        "callbacks": (CALLBACK_HPARAMS, "callback"),
-        "loggers": (LOGGER_HPARAMS, "logger"),
-    }
+# ... and for fields that hold several.
+_SETS: dict[str, tuple[Mapping[str, type[Hparams]], str]] = {
+    "algorithms": (ALGORITHM_HPARAMS, "algorithm"),
+    "schedulers": (SCHEDULERS, "scheduler"),
+    "callbacks": (CALLBACK_HPARAMS, "callback"),
+    "loggers": (LOGGER_HPARAMS, "logger"),
+}
 
 
 def _build_entry(path: str, name: str, fields: Any, registry: Mapping[str, type[Hparams]], noun: str) -> Hparams:
@@ -264,7 +261,7 @@ class TrainerHparams(Hparams):
             raise ValueError(
                 f"precision={self.precision!r} is unknown; use one of {[p.value for p in Precision]}."
             ) from None
-        for field, (registry, noun) in _set_registries().items():
+        for field, (registry, noun) in _SETS.items():
             for name, config in getattr(self, field).items():
                 if registry.get(name) is not type(config):
                     raise ValueError(
@@ -300,7 +297,7 @@ class TrainerHparams(Hparams):
         for name, (registry, noun) in _ONE_OF.items():
             if name in values:
                 values[name] = _parse_one(name, values[name], registry, noun)
-        for name, (registry, noun) in _set_registries().items():
+        for name, (registry, noun) in _SETS.items():
             if name in values:
                 values[name] = _parse_set(name, values[name], registry, noun)
         try:
@@ -323,11 +320,9 @@ class TrainerHparams(Hparams):
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if field.name in _ONE_OF:
-                registry = _ONE_OF[field.name][0]
                 if value is not None:
-                    name = next(k for k, v in registry.items() if v is type(value))
-                    value = {name: value.to_dict()}
-            elif field.name in ("algorithms", "schedulers", "callbacks", "loggers"):
+                    value = {self._path(field.name).split(".", 1)[1]: value.to_dict()}
+            elif field.name in _SETS:
                 value = {name: config.to_dict() for name, config in value.items()}
             elif isinstance(value, list):
                 value = list(value)
@@ -349,27 +344,24 @@ class TrainerHparams(Hparams):
 
         seed = new_seed() if self.seed is None else self.seed
         seed_all(seed)  # before the model is built, so its initialization follows the seed
-        config = self.to_dict()
-        model_path = f"model.{next(iter(config['model']))}"
-        model = _build(model_path, self.model.initialize_object)
-        train_path = f"train_dataset.{next(iter(config['train_dataset']))}"
-        train_data = _build(train_path, lambda: self.train_dataset.initialize_object(self.train_batch_size, True, seed))
+        model = _build(self._path("model"), self.model.initialize_object)
+        train_dataset, eval_dataset, optimizer_config = self.train_dataset, self.eval_dataset, self.optimizer
+        train_data = _build(
+            self._path("train_dataset"), lambda: train_dataset.initialize_object(self.train_batch_size, True, seed)
+        )
         eval_data = None
-        if self.eval_dataset is not None:
-            eval_dataset = self.eval_dataset
-            eval_path = f"eval_dataset.{next(iter(config['eval_dataset']))}"
-            batch_size = self.eval_batch_size or self.train_batch_size
-            eval_data = _build(eval_path, lambda: eval_dataset.initialize_object(batch_size, False, seed))
+        if eval_dataset is not None:
+            eval_batch_size = self.eval_batch_size or self.train_batch_size
+            eval_data = _build(
+                self._path("eval_dataset"), lambda: eval_dataset.initialize_object(eval_batch_size, False, seed)
+            )
         optimizer = None
-        if self.optimizer is not None:
-            optimizer_config = self.optimizer
-            optimizer_path = f"optimizer.{next(iter(config['optimizer']))}"
-            optimizer = _build(optimizer_path, lambda: optimizer_config.initialize_object(model.parameters()))
-        built: dict[str, Any] = {}
-        for field in ("schedulers", "algorithms", "callbacks", "loggers"):
-            built[field] = [
-                _build(f"{field}.{name}", config_.initialize_object) for name, config_ in getattr(self, field).items()
-            ]
+        if optimizer_config is not None:
+            optimizer = _build(self._path("optimizer"), lambda: optimizer_config.initialize_object(model.parameters()))
+        built: dict[str, Any] = {
+            field: [_build(f"{field}.{name}", entry.initialize_object) for name, entry in getattr(self, field).items()]
+            for field in _SETS
+        }
         kwargs = self._trainer_kwargs(inspect.signature(Trainer).parameters)
         return _build(
             "",
@@ -384,10 +376,15 @@ class TrainerHparams(Hparams):
             ),
         )
 
+    def _path(self, field: str) -> str:
+        """``field.name``: the key path of a field that picks one class (its registry name follows the field)."""
+        config_class = type(getattr(self, field))
+        return f"{field}.{next(name for name, cls in _ONE_OF[field][0].items() if cls is config_class)}"
+
     def _trainer_kwargs(self, parameters: Mapping[str, inspect.Parameter]) -> dict[str, Any]:
         """The fields passed to the Trainer as they are; one set away from its default must exist on the Trainer."""
         handled = {"model", "train_dataset", "train_batch_size", "eval_dataset", "eval_batch_size", "optimizer", "seed"}
-        handled |= {"schedulers", "algorithms", "callbacks", "loggers"}
+        handled |= set(_SETS)
         kwargs: dict[str, Any] = {}
         for field in dataclasses.fields(self):
             if field.name in handled:

@@ -90,6 +90,10 @@ def num_samples_in_batch(batch: Batch) -> int:
         >>> num_samples_in_batch({"input_ids": torch.zeros(4, 16), "names": ["a", "b", "c", "d"], "step": 3})
         4
     """
+    if type(batch) in (tuple, list):  # the common (inputs, targets) batch: no paths needed unless sizes disagree
+        sizes = {item.shape[0] if type(item) is torch.Tensor and item.ndim > 0 else -1 for item in batch}
+        if len(sizes) == 1 and -1 not in sizes:
+            return int(sizes.pop())
     leaves = list(_batched_leaves(batch, "batch"))
     if not leaves:
         raise ValueError(

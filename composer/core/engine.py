@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -77,6 +78,11 @@ def _bind(method: Callable[..., Any], abstract_order: tuple[str, ...]) -> _Bound
     return lambda e, s, lg: method(*((e, s, lg)[i] for i in positions))
 
 
+def _same(cached: tuple[Any, ...], current: Sequence[Any]) -> bool:
+    """Whether ``current`` holds the very objects of ``cached``, in order (identity, not equality)."""
+    return len(cached) == len(current) and all(map(operator.is_, cached, current))
+
+
 class _Plan:
     """The dispatch plan for one event, valid while the algorithm and callback lists are unchanged."""
 
@@ -136,18 +142,20 @@ class Engine:
         Returns:
             Traces: The traces of the algorithms that ran at this event.
         """
-        event = Event(event)
+        if type(event) is not Event:
+            event = Event(event)
         state = self.state
+        algorithms, callbacks = state.algorithms, state.callbacks
         plan = self._plans.get(event)
         if (
             plan is None
-            or len(plan.algorithms) != len(state.algorithms)
-            or len(plan.callbacks) != len(state.callbacks)
-            or plan.algorithms != tuple(state.algorithms)
-            or plan.callbacks != tuple(state.callbacks)
+            or ((plan.algorithms or algorithms) and not _same(plan.algorithms, algorithms))
+            or ((plan.callbacks or callbacks) and not _same(plan.callbacks, callbacks))
         ):
-            plan = self._make_plan(event, state.algorithms, state.callbacks)
+            plan = self._make_plan(event, algorithms, callbacks)
             self._plans[event] = plan
+        if not plan.ordered and not plan.calls:
+            return {}
         logger = self.logger
         if event is Event.INIT:
             self._run_callbacks(plan, event)

@@ -680,6 +680,25 @@ class Timer(Serializable):
 
     # ----- advancing -----
 
+    def count(self, unit: TimeUnit) -> int:
+        """Returns the counter since the start of training in ``unit`` as a plain int (the loop's cheap check).
+
+        Example:
+            >>> timer = Timer()
+            >>> timer.on_batch_complete(samples=8)
+            >>> timer.count(TimeUnit.SAMPLE)
+            8
+        """
+        if unit is _BATCH:
+            return self._batch
+        if unit is _EPOCH:
+            return self._epoch
+        if unit is _SAMPLE:
+            return self._sample
+        if unit is _TOKEN:
+            return self._token
+        return self.get(unit).value
+
     def on_batch_complete(self, samples: int | Time[int] = 0, tokens: int | Time[int] = 0) -> None:
         """Advances the clock by one batch of ``samples`` samples and ``tokens`` tokens.
 

@@ -66,6 +66,8 @@ class ComposerClassifier(ComposerModel):
         self.loss_fn = loss_fn
 
     def _inputs_and_targets(self, batch: Batch) -> tuple[Any, Any]:
+        if type(batch) in (tuple, list) and len(batch) == 2:  # fast path for the usual pair
+            return batch[0], batch[1]
         if isinstance(batch, Sequence) and not isinstance(batch, str) and len(batch) == 2:
             return batch[0], batch[1]
         raise ValueError(

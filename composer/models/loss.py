@@ -55,6 +55,8 @@ def soft_cross_entropy(
             f"soft_cross_entropy expects input logits of shape (N, C, ...), got shape {tuple(input.shape)}. "
             f"To fix, add a batch dimension (input.unsqueeze(0))."
         )
+    if input.ndim == 2 and target.ndim == 1 and target.shape[0] == input.shape[0] and not target.is_floating_point():
+        return F.cross_entropy(input, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
     index_shape = (input.shape[0], *input.shape[2:])
     if tuple(target.shape) == index_shape and not target.is_floating_point():
         return F.cross_entropy(input, target, weight=weight, ignore_index=ignore_index, reduction=reduction)

@@ -315,7 +315,7 @@ class Trainer:
     def _run_over(self) -> bool:
         state = self.state
         duration = state.max_duration
-        return state.stop_reason is not None or state.timer.get(duration.unit).value >= duration.value
+        return state.stop_reason is not None or state.timer.count(duration.unit) >= duration.value
 
     def _fit_loop(self) -> None:
         state, engine = self.state, self.engine
