@@ -49,7 +49,49 @@ def _params_with_grad(group: dict[str, Any], optimizer: str) -> list[tuple[torch
     return pairs
 
 
-class DecoupledSGDW(torch.optim.Optimizer):
+class _DecoupledWeightDecay(torch.optim.Optimizer):
+    """The step both optimizers share: the closure, then per parameter with a gradient the decay and an update."""
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Adds a parameter group and records its ``initial_lr`` (the learning rate the decay is relative to)."""
+        super().add_param_group(param_group)
+        group = self.param_groups[-1]
+        group.setdefault("initial_lr", group["lr"])
+
+    @overload
+    def step(self, closure: None = None) -> None: ...
+
+    @overload
+    def step(self, closure: Callable[[], float]) -> float: ...
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], float] | None = None) -> float | None:
+        """Performs one optimization step.
+
+        Args:
+            closure: Re-evaluates the model and returns the loss; it runs first, at the undecayed weights.
+
+        Returns:
+            The closure's loss, or None without a closure.
+        """
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            decay = _decay_factor(group)
+            for p, grad in _params_with_grad(group, type(self).__name__):
+                if decay != 1.0:
+                    p.mul_(decay)
+                self._update(p, grad, group)
+        return loss
+
+    def _update(self, p: torch.Tensor, grad: torch.Tensor, group: dict[str, Any]) -> None:
+        """Applies the optimizer's own update to ``p`` (already decayed)."""
+        raise NotImplementedError
+
+
+class DecoupledSGDW(_DecoupledWeightDecay):
     """SGD (with momentum) whose weight decay follows the learning-rate schedule but not the learning rate.
 
     Each step computes the loss (when a closure is given), then for every parameter with a gradient applies
@@ -105,52 +147,21 @@ class DecoupledSGDW(torch.optim.Optimizer):
         }
         super().__init__(params, defaults)
 
-    def add_param_group(self, param_group: dict[str, Any]) -> None:
-        """Adds a parameter group and records its ``initial_lr`` (the learning rate the decay is relative to)."""
-        super().add_param_group(param_group)
-        group = self.param_groups[-1]
-        group.setdefault("initial_lr", group["lr"])
-
-    @overload
-    def step(self, closure: None = None) -> None: ...
-
-    @overload
-    def step(self, closure: Callable[[], float]) -> float: ...
-
-    @torch.no_grad()
-    def step(self, closure: Callable[[], float] | None = None) -> float | None:
-        """Performs one optimization step.
-
-        Args:
-            closure: Re-evaluates the model and returns the loss; it runs first, at the undecayed weights.
-
-        Returns:
-            The closure's loss, or None without a closure.
-        """
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            momentum = group["momentum"]
-            decay = _decay_factor(group)
-            for p, grad in _params_with_grad(group, "DecoupledSGDW"):
-                if decay != 1.0:
-                    p.mul_(decay)
-                if momentum != 0:
-                    state = self.state[p]
-                    buffer: torch.Tensor | None = state.get("momentum_buffer")
-                    if buffer is None:
-                        buffer = torch.clone(grad).detach()
-                        state["momentum_buffer"] = buffer
-                    else:
-                        buffer.mul_(momentum).add_(grad, alpha=1 - group["dampening"])
-                    grad = grad.add(buffer, alpha=momentum) if group["nesterov"] else buffer
-                p.add_(grad, alpha=-group["lr"])
-        return loss
+    def _update(self, p: torch.Tensor, grad: torch.Tensor, group: dict[str, Any]) -> None:
+        momentum = group["momentum"]
+        if momentum != 0:
+            state = self.state[p]
+            buffer: torch.Tensor | None = state.get("momentum_buffer")
+            if buffer is None:
+                buffer = torch.clone(grad).detach()
+                state["momentum_buffer"] = buffer
+            else:
+                buffer.mul_(momentum).add_(grad, alpha=1 - group["dampening"])
+            grad = grad.add(buffer, alpha=momentum) if group["nesterov"] else buffer
+        p.add_(grad, alpha=-group["lr"])
 
 
-class DecoupledAdamW(torch.optim.Optimizer):
+class DecoupledAdamW(_DecoupledWeightDecay):
     """Adam whose weight decay follows the learning-rate schedule but not the learning rate.
 
     Each step computes the loss (when a closure is given), then for every parameter with a gradient applies
@@ -192,56 +203,25 @@ class DecoupledAdamW(torch.optim.Optimizer):
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad}
         super().__init__(params, defaults)
 
-    def add_param_group(self, param_group: dict[str, Any]) -> None:
-        """Adds a parameter group and records its ``initial_lr`` (the learning rate the decay is relative to)."""
-        super().add_param_group(param_group)
-        group = self.param_groups[-1]
-        group.setdefault("initial_lr", group["lr"])
-
-    @overload
-    def step(self, closure: None = None) -> None: ...
-
-    @overload
-    def step(self, closure: Callable[[], float]) -> float: ...
-
-    @torch.no_grad()
-    def step(self, closure: Callable[[], float] | None = None) -> float | None:
-        """Performs one optimization step.
-
-        Args:
-            closure: Re-evaluates the model and returns the loss; it runs first, at the undecayed weights.
-
-        Returns:
-            The closure's loss, or None without a closure.
-        """
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            decay = _decay_factor(group)
-            for p, grad in _params_with_grad(group, "DecoupledAdamW"):
-                if decay != 1.0:
-                    p.mul_(decay)
-                state = self.state[p]
-                if "step" not in state:
-                    state["step"] = 0
-                    state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                    state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                if group["amsgrad"] and "max_exp_avg_sq" not in state:
-                    state["max_exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                state["step"] += 1
-                step = state["step"]
-                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-                second_moment = exp_avg_sq
-                if group["amsgrad"]:
-                    torch.maximum(state["max_exp_avg_sq"], exp_avg_sq, out=state["max_exp_avg_sq"])
-                    second_moment = state["max_exp_avg_sq"]
-                bias_correction1 = 1 - beta1**step
-                bias_correction2 = 1 - beta2**step
-                denominator = (second_moment.sqrt() / math.sqrt(bias_correction2)).add_(group["eps"])
-                p.addcdiv_(exp_avg, denominator, value=-group["lr"] / bias_correction1)
-        return loss
+    def _update(self, p: torch.Tensor, grad: torch.Tensor, group: dict[str, Any]) -> None:
+        beta1, beta2 = group["betas"]
+        state = self.state[p]
+        if "step" not in state:
+            state["step"] = 0
+            state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+        if group["amsgrad"] and "max_exp_avg_sq" not in state:
+            state["max_exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+        state["step"] += 1
+        step = state["step"]
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        second_moment = exp_avg_sq
+        if group["amsgrad"]:
+            torch.maximum(state["max_exp_avg_sq"], exp_avg_sq, out=state["max_exp_avg_sq"])
+            second_moment = state["max_exp_avg_sq"]
+        bias_correction1 = 1 - beta1**step
+        bias_correction2 = 1 - beta2**step
+        denominator = (second_moment.sqrt() / math.sqrt(bias_correction2)).add_(group["eps"])
+        p.addcdiv_(exp_avg, denominator, value=-group["lr"] / bias_correction1)
