@@ -1,12 +1,16 @@
 """Datasets: seeded synthetic data, small real datasets that need no download, and readers for data you have.
 
-Image loaders return uint8 images and normalize them on the device (:class:`Normalize`, a DataSpec device transform).
+The image datasets keep uint8 images and have a torchvision-style per-sample ``transform``, which per-sample
+augmentations (AugMix, RandAugment, ``ColOut(batch=False)``) extend. The CIFAR and image-folder loaders return uint8
+batches and normalize them on the device (:class:`Normalize`, a DataSpec device transform); the digits and
+synthetic datasets convert each sample to float in their ``transform`` (:class:`ToNormalizedTensor`).
 """
 
 from composer.datasets.cifar import CIFARDataset, cifar_dataloader, load_cifar
 from composer.datasets.digits import digits_dataloaders, digits_datasets
+from composer.datasets.image_dataset import ImageTensorDataset
 from composer.datasets.image_folder import image_folder_dataloader
-from composer.datasets.normalization import Normalize
+from composer.datasets.normalization import Normalize, ToNormalizedTensor
 from composer.datasets.synthetic import SyntheticClassificationDataset, SyntheticTokenDataset
 from composer.datasets.text import (
     ByteTextDataset,
@@ -19,4 +23,5 @@ from composer.datasets.text import (
 __all__ = ["SyntheticClassificationDataset", "SyntheticTokenDataset", "digits_dataloaders"]
 __all__ += ["ByteTextDataset", "byte_unigram_entropy", "load_python_docs", "python_docs_dataloaders"]
 __all__ += ["text_file_dataloader"]
+__all__ += ["ImageTensorDataset", "ToNormalizedTensor"]
 __all__ += ["CIFARDataset", "Normalize", "cifar_dataloader", "digits_datasets", "image_folder_dataloader", "load_cifar"]

@@ -15,15 +15,17 @@ import io
 import os
 import pickle
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 from composer.core.data_spec import DataSpec
+from composer.datasets.image_dataset import ImageTensorDataset
 from composer.datasets.normalization import CIFAR10_MEAN, CIFAR10_STD, CIFAR100_MEAN, CIFAR100_STD, Normalize
 
 __all__ = ["CIFARDataset", "cifar_dataloader", "load_cifar"]
@@ -156,17 +158,22 @@ def load_cifar(path: str | os.PathLike[str], num_classes: int = 10, train: bool 
     return images, torch.from_numpy(labels)
 
 
-class CIFARDataset(Dataset[tuple[torch.Tensor, torch.Tensor]]):
+class CIFARDataset(ImageTensorDataset):
     """CIFAR images as uint8 tensors, with the standard training augmentation when ``augment`` is set.
 
     The augmentation pads each image by 4 pixels (zeros) and crops a random 32x32 window, then flips it horizontally
     with probability 1/2. It draws from torch's random state, which the DataLoader seeds per worker from its own
-    generator (seeded from the run's seed), so a run's augmentations are reproducible.
+    generator (seeded from the run's seed), so a run's augmentations are reproducible. ``transform`` (a
+    torchvision-style per-sample transform, see :class:`~composer.datasets.ImageTensorDataset`) runs after the crop
+    and flip; it is None by default, so samples stay uint8 and :func:`cifar_dataloader` normalizes whole batches on
+    the device. Per-sample augmentations (AugMix, RandAugment, ``ColOut(batch=False)``) are added to it at the start
+    of training and receive the cropped uint8 image.
 
     Args:
         images: ``(N, 3, H, W)`` uint8 images.
         labels: ``(N,)`` int64 labels.
         augment: Apply the random crop and flip.
+        transform: Applied to each (cropped and flipped) image; None keeps it uint8.
 
     Example:
         >>> images = torch.randint(0, 256, (4, 3, 32, 32), dtype=torch.uint8)
@@ -178,19 +185,21 @@ class CIFARDataset(Dataset[tuple[torch.Tensor, torch.Tensor]]):
 
     padding = 4
 
-    def __init__(self, images: torch.Tensor, labels: torch.Tensor, augment: bool = False) -> None:
+    def __init__(
+        self,
+        images: torch.Tensor,
+        labels: torch.Tensor,
+        augment: bool = False,
+        transform: Callable[[Any], Any] | None = None,
+    ) -> None:
         if images.ndim != 4 or len(images) != len(labels):
             raise ValueError(
                 f"CIFARDataset needs images (N, C, H, W) and N labels, got {tuple(images.shape)} and {len(labels)}."
             )
-        self.images = images
-        self.labels = labels
+        super().__init__(images, labels, transform)
         self.augment = augment
 
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def _image(self, index: int) -> torch.Tensor:
         image = self.images[index]
         if self.augment:
             _, height, width = image.shape
@@ -199,7 +208,7 @@ class CIFARDataset(Dataset[tuple[torch.Tensor, torch.Tensor]]):
             image = padded[:, top : top + height, left : left + width]
             if torch.rand(()) < 0.5:
                 image = image.flip(-1)
-        return image, self.labels[index]
+        return image
 
 
 def cifar_dataloader(
@@ -215,7 +224,8 @@ def cifar_dataloader(
     Batches are ``(images (B, 3, 32, 32) uint8, labels (B,))`` from the loader; the DataSpec's device transform
     normalizes the images with the dataset's per-channel mean and std once they are on the device. The training
     split is augmented (random crop with 4-pixel padding, horizontal flip), shuffled by a generator seeded with
-    ``seed`` and drops its last partial batch; the test split is neither.
+    ``seed`` and drops its last partial batch; the test split is neither. The loader's dataset is a
+    :class:`CIFARDataset`, whose ``transform`` (None) takes per-sample augmentations such as AugMix.
 
     Args:
         path: The archive, the folder it unpacks to, or a folder holding either (see :func:`load_cifar`).

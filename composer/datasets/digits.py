@@ -2,7 +2,9 @@
 
 The images are 8x8; ``image_size`` upscales them (bilinear) for models and methods that expect larger images, such
 as the 32x32 digits task of the recipes. Upscaling adds no information: a method that trains at a lower resolution
-(ProgressiveResizing, ColOut) loses less on these images than on natively high-resolution data.
+(ProgressiveResizing, ColOut) loses less on these images than on natively high-resolution data. The datasets store
+8-bit grayscale images and convert each sample to float in their ``transform``, so per-sample augmentations (AugMix,
+RandAugment, ``ColOut(batch=False)``) can be added to it.
 """
 
 from __future__ import annotations
@@ -11,7 +13,10 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader
+
+from composer.datasets.image_dataset import ImageTensorDataset
+from composer.datasets.normalization import ToNormalizedTensor
 
 __all__ = ["NUM_DIGITS", "digits_dataloaders", "digits_datasets"]
 
@@ -58,19 +63,23 @@ def _check_count(name: str, value: object, minimum: int) -> None:
         raise ValueError(f"digits {name} must be an int of at least {minimum}, got {value!r}.")
 
 
-def digits_datasets(image_size: int = 8, split_seed: int = 0) -> tuple[TensorDataset, TensorDataset]:
+def digits_datasets(image_size: int = 8, split_seed: int = 0) -> tuple[ImageTensorDataset, ImageTensorDataset]:
     """Returns the training and evaluation sets of the digits, optionally upscaled to ``image_size`` x ``image_size``.
 
-    Each class is split 80/20 between training and evaluation by a permutation seeded with ``split_seed``. Images
-    are ``(1, image_size, image_size)`` float32 in ``[0, 1]`` (bilinear upscaling of the 8x8 originals, computed once
-    here, so a training step costs no resizing); labels are int64 digits 0-9.
+    Each class is split 80/20 between training and evaluation by a permutation seeded with ``split_seed``. The
+    datasets hold the images as 8-bit grayscale, ``images`` of shape ``(N, 1, image_size, image_size)`` uint8
+    (bilinear upscaling of the 8x8 originals, computed once here, so a training step costs no resizing, then rounded
+    to 0-255), and their ``transform``, a :class:`~composer.datasets.normalization.ToNormalizedTensor`, turns each
+    sample into float32 in ``[0, 1]`` (``pixel / 255``); labels are int64 digits 0-9. Per-sample augmentations go
+    into ``transform`` before that conversion (AugMix and RandAugment do so themselves).
 
     Args:
         image_size: Side length of the images, at least 8 (8 keeps the originals).
         split_seed: Seed of the train/eval split.
 
     Returns:
-        tuple[TensorDataset, TensorDataset]: The training set (1,438 images) and the evaluation set (359 images).
+        tuple[ImageTensorDataset, ImageTensorDataset]: The training set (1,438 images) and the evaluation set (359
+        images).
 
     Raises:
         ImportError: If scikit-learn is not installed (install ``opencomposer[data]``).
@@ -80,18 +89,21 @@ def digits_datasets(image_size: int = 8, split_seed: int = 0) -> tuple[TensorDat
         >>> _ = pytest.importorskip("sklearn")
         >>> train_set, eval_set = digits_datasets(image_size=32)
         >>> image, label = train_set[0]
-        >>> image.shape, label.dtype, len(train_set) + len(eval_set)
-        (torch.Size([1, 32, 32]), torch.int64, 1797)
+        >>> image.shape, image.dtype, label.dtype, len(train_set) + len(eval_set)
+        (torch.Size([1, 32, 32]), torch.float32, torch.int64, 1797)
+        >>> train_set.images.dtype, train_set.transform
+        (torch.uint8, ToNormalizedTensor(mean=0.0, std=255.0))
     """
     _check_count("image_size", image_size, 8)
     images, labels = _load_digits()
     if image_size != images.shape[-1]:
         # (N, 1, 8, 8) -> (N, 1, S, S); bilinear stays within [0, 1] (a convex combination of the pixels).
         images = F.interpolate(images, size=(image_size, image_size), mode="bilinear", align_corners=False)
+    pixels = images.mul(255.0).round_().to(torch.uint8)
     train_indices, eval_indices = _stratified_split(labels, _EVAL_FRACTION, torch.Generator().manual_seed(split_seed))
     return (
-        TensorDataset(images[train_indices], labels[train_indices]),
-        TensorDataset(images[eval_indices], labels[eval_indices]),
+        ImageTensorDataset(pixels[train_indices], labels[train_indices], transform=ToNormalizedTensor()),
+        ImageTensorDataset(pixels[eval_indices], labels[eval_indices], transform=ToNormalizedTensor()),
     )
 
 
@@ -102,7 +114,8 @@ def digits_dataloaders(
 
     Use it for examples and tests that should train on real data in seconds without a download: the 1,797 images
     ship inside scikit-learn. Images are ``(1, S, S)`` float32 scaled to ``[0, 1]`` (``S = image_size``, 8 unless
-    upscaled); labels are int64 digits 0-9.
+    upscaled; stored as 8-bit pixels and converted per sample by the datasets' ``transform``, see
+    :func:`digits_datasets`); labels are int64 digits 0-9.
     Each class is split 80/20 between training and evaluation by a permutation seeded with ``seed``; the training
     loader reshuffles every epoch with a :class:`torch.Generator` seeded with ``seed``, so a run is reproducible.
     Batches are ``(images (B, 1, S, S), labels (B,))``.

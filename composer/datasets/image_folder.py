@@ -40,14 +40,6 @@ def _check_folder(path: Path) -> None:
         raise ValueError(f"Image folder {str(path)!r} has no class sub-folders; expected {layout}.")
 
 
-def _pil_to_uint8(image: Any) -> torch.Tensor:
-    # (H, W, C) bytes -> (C, H, W) uint8; normalization happens later, on the device.
-    from torchvision.transforms.functional import pil_to_tensor
-
-    tensor: torch.Tensor = pil_to_tensor(image.convert("RGB"))
-    return tensor
-
-
 def image_folder_dataloader(
     path: str | os.PathLike[str],
     batch_size: int,
@@ -64,7 +56,9 @@ def image_folder_dataloader(
     center-cropped to ``crop_size``. Images travel as uint8 ``(B, 3, crop_size, crop_size)`` and are normalized
     with the ImageNet mean and std by the DataSpec's device transform. Labels are the class indices
     torchvision's ``ImageFolder`` assigns (sub-folders in sorted order). The training loader shuffles with a
-    generator seeded with ``seed`` and drops its last partial batch.
+    generator seeded with ``seed`` and drops its last partial batch. The dataset's ``transform`` is a torchvision
+    ``Compose`` ending in ``PILToTensor``: per-sample augmentations such as AugMix and RandAugment are inserted
+    before that step and work on the PIL images.
 
     Args:
         path: The folder (``.../train`` or ``.../val`` of an ImageNet copy, say).
@@ -105,7 +99,9 @@ def image_folder_dataloader(
     else:
         steps = [transforms.Resize(resize_size), transforms.CenterCrop(crop_size)]
     try:
-        dataset = ImageFolder(str(folder), transform=transforms.Compose([*steps, _pil_to_uint8]))
+        # ImageFolder's loader opens every image as RGB; PILToTensor makes it (3, H, W) uint8, and normalization
+        # happens later, on the device. Per-sample augmentations (AugMix, RandAugment) go before PILToTensor.
+        dataset = ImageFolder(str(folder), transform=transforms.Compose([*steps, transforms.PILToTensor()]))
     except (FileNotFoundError, RuntimeError) as error:  # torchvision's "found no valid file for the classes"
         raise ValueError(f"Image folder {str(folder)!r} holds no readable images: {error}") from None
     loader = DataLoader(

@@ -8,6 +8,9 @@ from collections.abc import Sequence
 import torch
 from torch.utils.data import Dataset
 
+from composer.datasets.image_dataset import ImageTensorDataset
+from composer.datasets.normalization import ToNormalizedTensor
+
 __all__ = ["SyntheticClassificationDataset", "SyntheticTokenDataset"]
 
 
@@ -17,7 +20,14 @@ def _check_positive(name: str, value: object) -> int:
     return value
 
 
-class SyntheticClassificationDataset(Dataset[tuple[torch.Tensor, torch.Tensor]]):
+# The inputs are stored as 8-bit pixels: z ~ N(0, 1) becomes clamp(round(128 + 32 z), 0, 255), and the default
+# transform (pixel - 128) / 32 gives back z rounded to a multiple of 1/32 and clipped to [-4, 3.97]. Powers of two,
+# so the float values are exact.
+_PIXEL_MEAN = 128.0
+_PIXEL_STD = 32.0
+
+
+class SyntheticClassificationDataset(ImageTensorDataset):
     """Gaussian inputs labelled by a fixed random linear map, so that a model can learn the labels.
 
     Each input is drawn from a standard normal; its label is the argmax of a random linear map of it (``W x`` with
@@ -26,6 +36,13 @@ class SyntheticClassificationDataset(Dataset[tuple[torch.Tensor, torch.Tensor]])
     is drawn up front from :class:`torch.Generator` objects seeded with ``seed`` (the inputs) and ``label_seed`` (the
     labelling map): the same seeds give the same data, whatever the global random state. Draw a training and an
     evaluation set with different ``seed`` and the same ``label_seed``.
+
+    Like the real image datasets, it stores its inputs as 8-bit pixels (``images``, uint8: ``128 + 32 x``, rounded
+    and clipped to 0-255, so ``x`` is quantized to steps of 1/32 and clipped to about ``[-4, 4]``) and converts each
+    sample to float in its ``transform`` (a :class:`~composer.datasets.normalization.ToNormalizedTensor` with mean
+    128 and std 32, which gives back ``x``; the labels are computed from these values). With an image ``shape`` such
+    as ``(3, 32, 32)`` or ``(1, 28, 28)``, per-sample image augmentations (AugMix, RandAugment,
+    ``ColOut(batch=False)``) can therefore be added to ``transform``, as for the real datasets.
 
     Args:
         num_samples: Number of samples.
@@ -36,14 +53,18 @@ class SyntheticClassificationDataset(Dataset[tuple[torch.Tensor, torch.Tensor]])
             share one labelling rule.
 
     Attributes:
-        inputs (torch.Tensor): All inputs, shape ``(num_samples, *shape)``, float32.
-        targets (torch.Tensor): All labels, shape ``(num_samples,)``, int64 in ``[0, num_classes)``.
+        images (torch.Tensor): The stored inputs, shape ``(num_samples, *shape)``, uint8.
+        inputs (torch.Tensor): What the default transform makes of them, shape ``(num_samples, *shape)``, float32.
+        targets (torch.Tensor): All labels, shape ``(num_samples,)``, int64 in ``[0, num_classes)`` (also ``labels``).
+        transform (Callable | None): The per-sample transform.
 
     Example:
         >>> dataset = SyntheticClassificationDataset(num_samples=100, shape=(3, 8, 8), num_classes=10, seed=0)
         >>> x, y = dataset[0]
-        >>> len(dataset), x.shape, y.dtype
-        (100, torch.Size([3, 8, 8]), torch.int64)
+        >>> len(dataset), x.shape, x.dtype, y.dtype
+        (100, torch.Size([3, 8, 8]), torch.float32, torch.int64)
+        >>> torch.equal(x, dataset.inputs[0]) and dataset.images.dtype == torch.uint8
+        True
         >>> torch.equal(dataset.inputs, SyntheticClassificationDataset(100, (3, 8, 8), 10, seed=0).inputs)
         True
         >>> eval_set = SyntheticClassificationDataset(20, (3, 8, 8), 10, seed=1)  # new inputs, same labelling rule
@@ -70,14 +91,24 @@ class SyntheticClassificationDataset(Dataset[tuple[torch.Tensor, torch.Tensor]])
         # The labelling map has its own seed, so that a training set and an evaluation set drawn with different
         # seeds share one labelling rule (and the evaluation accuracy means something).
         weight = torch.randn(num_classes, num_features, generator=torch.Generator().manual_seed(label_seed))
-        self.inputs = torch.randn(num_samples, *dims, generator=torch.Generator().manual_seed(seed))
-        self.targets = (self.inputs.reshape(num_samples, num_features) @ weight.T).argmax(dim=1)
+        normal = torch.randn(num_samples, *dims, generator=torch.Generator().manual_seed(seed))
+        images = normal.mul_(_PIXEL_STD).add_(_PIXEL_MEAN).round_().clamp_(0, 255).to(torch.uint8)
+        transform = ToNormalizedTensor(mean=_PIXEL_MEAN, std=_PIXEL_STD)
+        # The same elementwise operations as the per-sample transform, so dataset[i][0] equals inputs[i] exactly.
+        self.inputs = transform(images)
+        targets = (self.inputs.reshape(num_samples, num_features) @ weight.T).argmax(dim=1)
+        super().__init__(images, targets, transform)
 
-    def __len__(self) -> int:
-        return self.num_samples
+    @property
+    def targets(self) -> torch.Tensor:
+        """The labels, ``(num_samples,)`` int64 (the name torchvision datasets use; same tensor as ``labels``)."""
+        return self.labels
 
-    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.inputs[index], self.targets[index]
+    def __repr__(self) -> str:
+        return (
+            f"SyntheticClassificationDataset(num_samples={self.num_samples}, shape={self.shape}, "
+            f"num_classes={self.num_classes}, seed={self.seed}, label_seed={self.label_seed})"
+        )
 
 
 class SyntheticTokenDataset(Dataset[dict[str, torch.Tensor]]):

@@ -193,3 +193,42 @@ def test_works_with_a_model_without_buffers():
     ema = EMA(half_life="2ba")
     _trainer([ema], model=SimpleModel()).fit()
     assert ema.ema_weights is not None and set(ema.ema_weights) == set(SimpleModel().state_dict())
+
+
+def test_matches_torch_averaged_model_and_evaluates_with_its_batchnorm_statistics():
+    """An independent reference: torch's AveragedModel, an EMA of the parameters and buffers, updated alongside."""
+    from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+
+    ema = EMA(half_life="3ba")
+    model = _bn_model()
+    reference = AveragedModel(model.module, multi_avg_fn=get_ema_multi_avg_fn(ema.update_smoothing), use_buffers=True)
+
+    class UpdateReference(Callback):
+        def __init__(self) -> None:
+            self.eval_outputs: list[torch.Tensor] = []
+
+        def batch_end(self, state: State, logger: Logger) -> None:
+            reference.update_parameters(state.model.module)  # its first update copies, as EMA's does
+
+        def eval_after_forward(self, state: State, logger: Logger) -> None:
+            self.eval_outputs.append(state.outputs.detach().clone())
+
+    recorder = UpdateReference()
+    trainer = _trainer([ema], model=model, callbacks=[recorder])
+    trainer.fit()
+    assert ema.ema_weights is not None
+    # Weights and BatchNorm running statistics are averaged alike (torch also averages the integer batch count,
+    # which EMA copies; neither is used in evaluation with the default momentum).
+    averaged = {name: value for name, value in reference.module.state_dict().items() if value.is_floating_point()}
+    assert {"1.running_mean", "1.running_var", "0.weight"} <= set(averaged)
+    for name, value in averaged.items():
+        torch.testing.assert_close(ema.ema_weights[f"module.{name}"], value, msg=name)
+    # Evaluation runs the averaged weights with the averaged statistics, in eval mode: the same logits.
+    recorder.eval_outputs.clear()
+    trainer.eval()
+    reference.eval()
+    with torch.no_grad():
+        expected = [reference(x) for x, _ in make_dataloader(num_samples=8, batch_size=4, seed=1)]
+    assert len(recorder.eval_outputs) == len(expected) == 2
+    for seen, logits in zip(recorder.eval_outputs, expected):
+        torch.testing.assert_close(seen, logits)

@@ -12,12 +12,15 @@ import numpy as np
 __all__ = ["write_cifar_archive"]
 
 
-def write_cifar_archive(folder: Path, num_classes: int = 10, per_batch: int = 4, seed: int = 0) -> Path:
+def write_cifar_archive(
+    folder: Path, num_classes: int = 10, per_batch: int = 4, seed: int = 0, random_pixels: bool = False
+) -> Path:
     """Writes ``cifar-10-python.tar.gz`` (or ``cifar-100-python.tar.gz``) into ``folder`` and returns its path.
 
     CIFAR-10 gets five training batches and a test batch of ``per_batch`` images each; CIFAR-100 a ``train`` and a
     ``test`` file. Image ``i`` of a batch has every pixel of plane ``c`` equal to ``(10 * i + c) % 256`` plus the
-    batch's index, so tests can check the channel layout; labels are ``i % num_classes``.
+    batch's index, so tests can check the channel layout (with ``random_pixels``, every pixel is uniform in 0-255
+    instead, for tests that augment the images); labels are ``i % num_classes``.
     """
     rng = np.random.default_rng(seed)
     if num_classes == 10:
@@ -33,6 +36,8 @@ def write_cifar_archive(folder: Path, num_classes: int = 10, per_batch: int = 4,
         for index, name in enumerate(members):
             planes = (10 * np.arange(per_batch)[:, None] + np.arange(3)[None, :] + index) % 256  # (N, 3)
             data = np.repeat(planes, 1024, axis=1).astype(np.uint8)  # (N, 3072): R plane, G plane, B plane
+            if random_pixels:
+                data = rng.integers(0, 256, data.shape, dtype=np.uint8)
             batch = {
                 b"data": data,
                 label_key.encode(): [int(i % num_classes) for i in range(per_batch)],

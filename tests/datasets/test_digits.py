@@ -44,9 +44,10 @@ def test_shapes_scaling_and_split(fake_sklearn):
     # stratified: each class gives round(20%) of its samples to eval
     for label in range(10):
         assert (eval_y == label).sum() == round(0.2 * (target == label).sum().item())
-    # the split is a partition of the data: every image appears once, with its label
+    # the split is a partition of the data: every image appears once, with its label; the datasets keep 8-bit
+    # pixels (intensity / 16 * 255, rounded) and hand out pixel / 255
     all_x = torch.cat([train_x, eval_x]).flatten(1)
-    expected = (images / 16).float().flatten(1)
+    expected = (images * 255 / 16).round().to(torch.uint8).float().div(255).flatten(1)
     assert sorted(map(tuple, all_x.tolist())) == sorted(map(tuple, expected.tolist()))
 
 

@@ -20,6 +20,19 @@ def test_classification_shapes_and_dtypes():
     assert SyntheticClassificationDataset(10, 6, 2)[0][0].shape == (6,)  # an int shape
 
 
+def test_classification_stores_8_bit_images_and_converts_them_per_sample():
+    dataset = SyntheticClassificationDataset(num_samples=2000, shape=(1, 4, 4), num_classes=3, seed=0)
+    assert dataset.images.dtype == torch.uint8 and dataset.images.shape == (2000, 1, 4, 4)
+    # The default transform gives back x = (pixel - 128) / 32, which is what the labels were computed from.
+    assert torch.equal(dataset.inputs, (dataset.images.double() - 128).div(32).float())
+    assert all(torch.equal(dataset[i][0], dataset.inputs[i]) for i in (0, 7, 1999))
+    assert torch.equal(dataset.targets, dataset.labels)
+    # Still a standard normal, to within the quantization (steps of 1/32) and the clipping at about 4 std.
+    assert abs(dataset.inputs.mean().item()) < 0.03 and abs(dataset.inputs.std().item() - 1.0) < 0.03
+    dataset.transform = None
+    assert dataset[0][0].dtype == torch.uint8
+
+
 def test_classification_is_deterministic_per_seed_and_ignores_global_rng():
     torch.manual_seed(123)
     a = SyntheticClassificationDataset(64, (8,), 4, seed=3)

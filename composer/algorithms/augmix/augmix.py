@@ -216,8 +216,8 @@ class AugMix(Algorithm):
     training dataset's ``transform`` (before ``ToTensor``, see
     :func:`~composer.algorithms.utils.add_vision_dataset_transform`), so that images are augmented in the
     DataLoader workers. A second ``fit`` on the same dataset does not add it again. The dataset must have a
-    ``transform`` attribute that it applies to PIL images, as torchvision datasets do. Each worker draws from its
-    own default torch generator, which the DataLoader seeds from its own generator (or from torch's default
+    ``transform`` attribute that it applies to PIL images or uint8 ``(C, H, W)`` tensors, as torchvision datasets
+    and the built-in datasets of :mod:`composer.datasets` do. Each worker draws from its own default torch generator, which the DataLoader seeds from its own generator (or from torch's default
     generator, which the Trainer seeds), so runs are reproducible.
 
     Introduced in `AugMix: A Simple Data Processing Method to Improve Robustness and Uncertainty

@@ -165,7 +165,7 @@ class ColOut(Algorithm):
     the batch's inputs (randomness from ``state.rng``; targets untouched). With ``batch=False`` it runs on
     ``Event.FIT_START`` and wraps the training dataset's ``transform`` in a :class:`ColOutTransform`, so each sample
     loses its own rows and columns, in the DataLoader workers; the dataset must have a ``transform`` attribute (as
-    torchvision datasets do), and a dataset is wrapped only once however often ``fit`` is called.
+    torchvision datasets and the built-in datasets of :mod:`composer.datasets` do), and a dataset is wrapped only once however often ``fit`` is called.
 
     Args:
         p_row: Fraction of rows to drop (drop along H).

@@ -154,8 +154,8 @@ class RandAugment(Algorithm):
     :class:`RandAugmentTransform` to the training dataset's ``transform`` (before ``ToTensor``, see
     :func:`~composer.algorithms.utils.add_vision_dataset_transform`), so that images are augmented in the
     DataLoader workers. A second ``fit`` on the same dataset does not add it again. The dataset must have a
-    ``transform`` attribute that it applies to PIL images, as torchvision datasets do. Each worker draws from its own
-    default torch generator, which the DataLoader seeds, so runs are reproducible.
+    ``transform`` attribute that it applies to PIL images or uint8 ``(C, H, W)`` tensors, as torchvision datasets and
+    the built-in datasets of :mod:`composer.datasets` do. Each worker draws from its own default torch generator, which the DataLoader seeds, so runs are reproducible.
 
     Introduced in `RandAugment: Practical automated data augmentation with a reduced search space
     <https://arxiv.org/abs/1909.13719>`_ (Cubuk et al. 2020).

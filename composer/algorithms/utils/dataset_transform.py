@@ -17,6 +17,12 @@ def _is_torchvision(transform: Any, names: frozenset[str] | set[str]) -> bool:
     return cls.__name__ in names and cls.__module__.startswith("torchvision.")
 
 
+def _is_to_tensor(step: Any) -> bool:
+    # torchvision's conversions, and any step whose class says it converts images to (float) tensors, such as
+    # composer.datasets' ToNormalizedTensor (the datasets package sits beside this one, so it is not imported).
+    return _is_torchvision(step, _TO_TENSOR_NAMES) or getattr(type(step), "converts_to_tensor", False) is True
+
+
 def _contains(pipeline: Any, transform: Any) -> bool:
     if pipeline is transform:
         return True
@@ -34,8 +40,10 @@ def add_vision_dataset_transform(
 
     * ``dataset.transform`` is None: it becomes ``transform``;
     * it is a torchvision ``Compose`` (v1 or v2): a new ``Compose`` of the same class with ``transform`` just before
-      the first ``ToTensor``/``PILToTensor``/``ToImage`` step (just after it if ``is_tensor_transform``), or at the
-      end if there is no such step;
+      the first conversion to a tensor (just after it if ``is_tensor_transform``), or at the end if there is no
+      such step. Conversions are torchvision's ``ToTensor``/``PILToTensor``/``ToImage`` and any step whose class
+      sets ``converts_to_tensor = True``, such as :class:`composer.datasets.ToNormalizedTensor`, the transform of
+      the built-in digits and synthetic datasets;
     * it is a single transform: a ``Compose`` of the two, ``transform`` first if the existing one converts to a
       tensor and ``transform`` works on PIL images, otherwise second.
 
@@ -88,7 +96,7 @@ def add_vision_dataset_transform(
         return True
     if _is_torchvision(current, {"Compose"}) and isinstance(getattr(current, "transforms", None), list):
         steps = list(current.transforms)
-        position = next((i for i, step in enumerate(steps) if _is_torchvision(step, _TO_TENSOR_NAMES)), None)
+        position = next((i for i, step in enumerate(steps) if _is_to_tensor(step)), None)
         if position is None:
             steps.append(transform)
         else:
@@ -102,6 +110,6 @@ def add_vision_dataset_transform(
             "add_vision_dataset_transform needs torchvision to combine two transforms. To fix, install the vision "
             "extra: pip install 'opencomposer[vision]'."
         ) from error
-    transform_first = _is_torchvision(current, _TO_TENSOR_NAMES) and not is_tensor_transform
+    transform_first = _is_to_tensor(current) and not is_tensor_transform
     dataset.transform = Compose([transform, current] if transform_first else [current, transform])
     return True
