@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from composer.cli import compare, evaluate, listing, train
+from composer.cli import compare, evaluate, launch, listing, train
 from composer.config import ConfigError
 
 __all__ = ["build_parser", "main"]
@@ -28,8 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="composer", description="Train from YAML recipes, and measure which recipe reaches your accuracy fastest."
     )
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="{train,eval,list,compare}")
-    for module in (train, evaluate, listing, compare):
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="{train,eval,list,compare,launch}")
+    for module in (train, evaluate, listing, compare, launch):
         module.add_parser(subparsers)
     return parser
 
@@ -41,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         >>> main(["train", "-f", "no/such/recipe.yaml"])
         2
     """
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(launch.route(sys.argv[1:] if argv is None else argv))
     try:
         code: int = args.run(args)
     except ConfigError as error:

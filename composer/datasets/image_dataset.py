@@ -83,13 +83,14 @@ class ImageTensorDataset(Dataset[tuple[Any, torch.Tensor]]):
         index at a fraction of the cost; any other transform (an augmentation added to the pipeline, say) runs per
         sample.
         """
-        plain = self.transform is None or type(self.transform) is ToNormalizedTensor
+        transform = self.transform
+        plain = transform is None or type(transform) is ToNormalizedTensor
         if not plain or type(self)._image is not ImageTensorDataset._image:
             return [self[i] for i in indices]
         index = torch.as_tensor(indices, dtype=torch.long)
         images = self.images.index_select(0, index)  # several times faster than images[index] for uint8
-        if self.transform is not None:
-            images = self.transform.convert_batch(images)
+        if isinstance(transform, ToNormalizedTensor):
+            images = transform.convert_batch(images)
         return list(zip(images.unbind(0), self.labels.index_select(0, index).unbind(0)))
 
     def __repr__(self) -> str:

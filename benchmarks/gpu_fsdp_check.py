@@ -1,0 +1,180 @@
+"""The GPU check of issue #10: world size 1 with NCCL (init, DDP wrap, a few steps) and FSDP2 on the GPU.
+
+One process, one GPU, no launcher needed (the script sets RANK/WORLD_SIZE/MASTER_* itself when torchrun did not);
+under ``torchrun --nproc_per_node N`` every rank trains on the same batches, so the same comparisons hold.
+Each check trains a small MLP for a few steps and compares the result with the same training unwrapped on the same
+device (TF32 off, so the comparisons are float32-exact up to reduction order):
+
+* ``nccl_init``: the process group comes up on NCCL and an all_reduce gives the right sum;
+* ``ddp``: DistributedDataParallel (device_ids=[0]) trains to the unwrapped result;
+* ``fsdp``: :func:`composer.trainer.fsdp.prepare_fsdp_module` (every Linear a unit), optimizer built before, trains
+  to the unwrapped result, and the gathered full state dict loads into an unwrapped model;
+* ``fsdp_bf16``: ``param_dtype='bf16'``: forward sees bfloat16 weights, the shards stay float32, close to float32;
+* ``fsdp_cpu_offload``: ``cpu_offload=True``: the shards live on the CPU and the step runs.
+
+It prints one line per check and a JSON summary, and exits 1 when a check fails. ``--device cpu`` runs the same
+checks on gloo (no CPU offload) to try the script without a GPU.
+
+Run:  .venv/bin/python benchmarks/gpu_fsdp_check.py [--device cuda|cpu] [--steps 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import socket
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.distributed as torch_dist
+from torch import nn
+
+from composer.trainer.fsdp import FSDPConfig, full_model_state_dict, prepare_fsdp_module
+
+__all__: list[str] = []
+
+
+def _model(device: torch.device) -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10)).to(device)
+
+
+def _train(model: nn.Module, optimizer: torch.optim.Optimizer, device: torch.device, steps: int) -> None:
+    generator = torch.Generator().manual_seed(1)
+    for _ in range(steps):
+        x, y = torch.randn(16, 32, generator=generator), torch.randint(10, (16,), generator=generator)
+        nn.functional.cross_entropy(model(x.to(device)), y.to(device)).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+
+def _reference(device: torch.device, steps: int) -> dict[str, torch.Tensor]:
+    model = _model(device)
+    _train(model, torch.optim.AdamW(model.parameters(), lr=1e-3), device, steps)
+    return {k: v.detach().cpu() for k, v in model.state_dict().items()}
+
+
+def _max_diff(state: dict[str, torch.Tensor], reference: dict[str, torch.Tensor]) -> float:
+    if torch_dist.get_rank() != 0 and not state:
+        return 0.0  # full state dicts are gathered on rank 0 only
+    assert state.keys() == reference.keys(), (sorted(state), sorted(reference))
+    return max((state[k].float().cpu() - reference[k].float()).abs().max().item() for k in reference)
+
+
+def check_nccl_init(device: torch.device, steps: int) -> str:
+    tensor = torch.ones(3, device=device)
+    torch_dist.all_reduce(tensor)
+    assert tensor.tolist() == [float(torch_dist.get_world_size())] * 3, tensor
+    return f"backend={torch_dist.get_backend()} world_size={torch_dist.get_world_size()}"
+
+
+def check_ddp(device: torch.device, steps: int) -> str:
+    from torch.nn.parallel import DistributedDataParallel
+
+    model = _model(device)
+    ddp = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    _train(ddp, torch.optim.AdamW(ddp.parameters(), lr=1e-3), device, steps)
+    diff = _max_diff({k: v.detach() for k, v in model.state_dict().items()}, _reference(device, steps))
+    assert diff < 1e-5, f"DDP differs from unwrapped training by {diff}"
+    return f"max |ddp - unwrapped| = {diff:.2e}"
+
+
+def check_fsdp(device: torch.device, steps: int) -> str:
+    model = _model(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)  # built before sharding, as the Trainer may
+    prepare_fsdp_module(model, FSDPConfig(module_classes=["Linear"], min_params=None), optimizer)
+    kinds = {type(p).__name__ for p in model.parameters()}
+    assert kinds == {"DTensor"}, kinds
+    _train(model, optimizer, device, steps)
+    state = full_model_state_dict(model)
+    diff = _max_diff(state, _reference(device, steps))
+    assert diff < 1e-5, f"FSDP differs from unwrapped training by {diff}"
+    plain = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    if torch_dist.get_rank() == 0:
+        plain.load_state_dict(state)
+    return f"max |fsdp - unwrapped| = {diff:.2e}; full state dict loads unwrapped"
+
+
+def check_fsdp_bf16(device: torch.device, steps: int) -> str:
+    model = prepare_fsdp_module(_model(device), FSDPConfig(param_dtype="bf16", reduce_dtype="fp32"))
+    seen: set[torch.dtype] = set()
+    model[0].register_forward_hook(lambda module, args, output: seen.add(module.weight.dtype))
+    _train(model, torch.optim.AdamW(model.parameters(), lr=1e-3), device, steps)
+    assert seen == {torch.bfloat16}, seen
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+    diff = _max_diff(full_model_state_dict(model), _reference(device, steps))
+    assert diff < 2e-2, f"bf16 FSDP differs from float32 by {diff}"
+    return f"forward in bf16, fp32 shards, max |bf16 - fp32| = {diff:.2e}"
+
+
+def check_fsdp_cpu_offload(device: torch.device, steps: int) -> str:
+    if device.type != "cuda":
+        return "skipped: CPU offload needs CUDA"
+    model = prepare_fsdp_module(_model(device), FSDPConfig(cpu_offload=True))
+    places = {p.to_local().device.type for p in model.parameters()}  # type: ignore[attr-defined]
+    assert places == {"cpu"}, places
+    _train(model, torch.optim.AdamW(model.parameters(), lr=1e-3), device, steps)
+    diff = _max_diff(full_model_state_dict(model), _reference(device, steps))
+    assert diff < 1e-4, f"offloaded FSDP differs by {diff}"
+    return f"shards on cpu, max |offload - unwrapped| = {diff:.2e}"
+
+
+CHECKS: dict[str, Callable[[torch.device, int], str]] = {
+    "nccl_init": check_nccl_init,
+    "ddp": check_ddp,
+    "fsdp": check_fsdp,
+    "fsdp_bf16": check_fsdp_bf16,
+    "fsdp_cpu_offload": check_fsdp_cpu_offload,
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    parser.add_argument("--steps", type=int, default=5)
+    args = parser.parse_args()
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("No CUDA device: run on a GPU machine, or pass --device cpu to try the checks on gloo.", file=sys.stderr)
+        return 2
+    if "RANK" not in os.environ:  # not under torchrun: a world of one
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    local_rank = int(os.environ["LOCAL_RANK"])
+    device = torch.device("cuda", local_rank) if args.device == "cuda" else torch.device("cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    torch_dist.init_process_group(backend, timeout=datetime.timedelta(seconds=120))
+    environment = {
+        "torch": torch.__version__,
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "nccl": ".".join(map(str, torch.cuda.nccl.version())) if device.type == "cuda" else None,
+    }
+    print(json.dumps(environment), flush=True)
+    results: dict[str, Any] = {}
+    for name, check in CHECKS.items():
+        start = time.perf_counter()
+        try:
+            detail, ok = check(device, args.steps), True
+        except Exception as error:
+            detail, ok = f"{type(error).__name__}: {error}", False
+            traceback.print_exc()
+        status = "SKIP" if detail.startswith("skipped") else "PASS" if ok else "FAIL"
+        results[name] = {"status": status, "seconds": round(time.perf_counter() - start, 3), "detail": detail}
+        print(f"{status} {name} ({results[name]['seconds']} s): {detail}", flush=True)
+    torch_dist.destroy_process_group()
+    print(json.dumps({"environment": environment, "results": results}))
+    return 0 if all(r["status"] != "FAIL" for r in results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,319 @@
+"""Fully sharded data parallel training through torch's ``fully_shard`` (FSDP2), for models too big for one device.
+
+Each rank keeps 1/world_size of every parameter, gradient and optimizer state. A sharded submodule (an FSDP *unit*)
+gathers its full parameters just before its forward and backward and frees them after, so the peak memory is the
+shards plus the largest unit; gradients are reduce-scattered (averaged) onto the shards. Which submodules become
+units is a policy (:class:`FSDPConfig`, :func:`select_fsdp_modules`): the classes you name (a transformer block),
+modules marked ``_fsdp_wrap = True``, and any submodule holding at least ``min_params`` parameters not already in
+a smaller unit; the root module is always a unit and holds the rest.
+
+:func:`prepare_fsdp_module` shards a model in place; it needs the process group (``torchrun`` or
+``composer launch``, then :func:`composer.utils.dist.initialize_dist`). Runs on CUDA with NCCL and on CPU with gloo
+(torch 2.14: training, mixed precision, ``set_requires_gradient_sync`` and full state dicts all work on gloo CPU
+ranks; CPU offload needs CUDA). The parameters become ``DTensor`` shards, so ``model.state_dict()`` holds shards
+too: checkpoints go through :func:`full_model_state_dict` and :func:`full_optimizer_state_dict`, which every rank
+calls (they are collectives) and which give rank 0 the whole, unsharded state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from composer.utils.module_surgery import update_optimizer_params
+
+__all__ = [
+    "FSDPConfig",
+    "full_model_state_dict",
+    "full_optimizer_state_dict",
+    "load_full_model_state_dict",
+    "load_full_optimizer_state_dict",
+    "prepare_fsdp_module",
+    "select_fsdp_modules",
+]
+
+_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+@dataclasses.dataclass(frozen=True)
+class FSDPConfig:
+    """How :func:`prepare_fsdp_module` shards a model.
+
+    Args:
+        module_classes: Submodule classes (or their names, for YAML) that each become a unit, e.g. a transformer
+            block. Default: none.
+        min_params: A submodule holding at least this many parameters that no smaller unit holds becomes a unit;
+            ``None`` turns the size rule off. Default: 100M, torch's own size policy's default.
+        reshard_after_forward: Free the gathered parameters after forward and gather again for backward (least
+            memory); ``False`` keeps them until backward (one all-gather less per unit and step).
+        param_dtype: ``'bf16'``, ``'fp16'`` or ``'fp32'``: the dtype forward and backward compute in (the shards
+            and the optimizer stay in float32). Default: the parameters' own dtype.
+        reduce_dtype: The dtype gradients are averaged in. Default: ``param_dtype``.
+        cpu_offload: Keep the shards, their gradients and the optimizer step on the CPU (needs CUDA).
+
+    Example:
+        >>> FSDPConfig(module_classes=["Linear"], param_dtype="bf16").module_classes
+        ('Linear',)
+        >>> FSDPConfig(min_params=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: FSDPConfig.min_params must be a positive number of parameters or None (size rule off), received 0.
+    """
+
+    module_classes: tuple[str | type[nn.Module], ...] = ()
+    min_params: int | None = 100_000_000
+    reshard_after_forward: bool = True
+    param_dtype: str | None = None
+    reduce_dtype: str | None = None
+    cpu_offload: bool = False
+
+    def __post_init__(self) -> None:
+        classes = self.module_classes
+        if isinstance(classes, (str, type)):
+            classes = (classes,)
+        object.__setattr__(self, "module_classes", tuple(classes))
+        for cls in self.module_classes:
+            if not (isinstance(cls, str) or (isinstance(cls, type) and issubclass(cls, nn.Module))):
+                raise TypeError(
+                    f"FSDPConfig.module_classes takes nn.Module subclasses or their names, received {cls!r}."
+                )
+        if self.min_params is not None and (not isinstance(self.min_params, int) or self.min_params < 1):
+            raise ValueError(
+                "FSDPConfig.min_params must be a positive number of parameters or None (size rule off), "
+                f"received {self.min_params!r}."
+            )
+        for name in ("param_dtype", "reduce_dtype"):
+            value = getattr(self, name)
+            if value is not None and value not in _DTYPES:
+                raise ValueError(f"FSDPConfig.{name} must be one of {list(_DTYPES)} or None, received {value!r}.")
+        for name in ("reshard_after_forward", "cpu_offload"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"FSDPConfig.{name} must be True or False, received {getattr(self, name)!r}.")
+
+    @classmethod
+    def from_dict(cls, config: Mapping[str, Any]) -> FSDPConfig:
+        """The config from a mapping (a recipe's ``fsdp_config``); unknown keys raise with the valid ones.
+
+        Example:
+            >>> FSDPConfig.from_dict({"reshard_after_forward": False}).reshard_after_forward
+            False
+            >>> FSDPConfig.from_dict({"sharding_strategy": "FULL_SHARD"})
+            Traceback (most recent call last):
+            ...
+            ValueError: Unknown fsdp_config key(s) ['sharding_strategy']; expected some of ['module_classes', 'min_params', 'reshard_after_forward', 'param_dtype', 'reduce_dtype', 'cpu_offload'].
+        """
+        fields = [field.name for field in dataclasses.fields(cls)]
+        unknown = sorted(set(config) - set(fields))
+        if unknown:
+            raise ValueError(f"Unknown fsdp_config key(s) {unknown}; expected some of {fields}.")
+        return cls(**config)
+
+
+def select_fsdp_modules(
+    model: nn.Module, module_classes: Iterable[str | type[nn.Module]] = (), min_params: int | None = None
+) -> list[str]:
+    """The names of the submodules that become FSDP units, children before their parents (the order to shard in).
+
+    A submodule is a unit when its class is in ``module_classes`` (by type or by name), when it sets
+    ``_fsdp_wrap = True``, or when it holds at least ``min_params`` parameters that no unit below it holds; a
+    module setting ``_fsdp_wrap = False`` never is. Modules without parameters of their own are skipped. The root
+    is not listed: :func:`prepare_fsdp_module` always shards it last.
+
+    Raises:
+        ValueError: A parameter is shared (tied) between two units, or a unit and the root's remainder: FSDP would
+            shard it twice.
+
+    Example:
+        >>> model = nn.Sequential(nn.Linear(10, 10), nn.ReLU(), nn.Sequential(nn.Linear(10, 8), nn.Linear(8, 8)))
+        >>> [sum(p.numel() for p in m.parameters()) for m in (model[0], model[2][0], model[2][1])]
+        [110, 88, 72]
+        >>> select_fsdp_modules(model, min_params=100)
+        ['0', '2']
+        >>> select_fsdp_modules(model, module_classes=["Linear"])
+        ['0', '2.0', '2.1']
+    """
+    classes = tuple(module_classes)
+    names = {cls for cls in classes if isinstance(cls, str)}
+    types = tuple(cls for cls in classes if isinstance(cls, type))
+    claimed: set[int] = set()
+    selected: list[str] = []
+
+    def visit(module: nn.Module, name: str) -> None:
+        for child_name, child in module.named_children():
+            visit(child, f"{name}.{child_name}" if name else child_name)
+        if not name:
+            return  # the root
+        free = {id(p): p.numel() for p in module.parameters() if id(p) not in claimed}
+        marked = getattr(module, "_fsdp_wrap", None)
+        wanted = (
+            isinstance(module, types)
+            or type(module).__name__ in names
+            or marked is True
+            or (min_params is not None and sum(free.values()) >= min_params)
+        )
+        if free and wanted and marked is not False:
+            selected.append(name)
+            claimed.update(free)
+
+    visit(model, "")
+    _check_no_shared_parameters(model, selected)
+    return selected
+
+
+def _check_no_shared_parameters(model: nn.Module, units: Sequence[str]) -> None:
+    owners: dict[int, tuple[str, str]] = {}  # id(param) -> (first name seen, its unit)
+    for param_name, param in model.named_parameters(remove_duplicate=False):
+        unit = max((u for u in units if param_name.startswith(u + ".")), key=len, default="")
+        first = owners.setdefault(id(param), (param_name, unit))
+        if first[1] != unit:
+            raise ValueError(
+                f"Parameter {first[0]!r} is shared with {param_name!r} (tied weights), but they fall in different "
+                f"FSDP units ({first[1] or 'the root'!r} and {unit or 'the root'!r}); FSDP would shard it twice. Put "
+                "both in one unit: drop one of those classes from module_classes, set _fsdp_wrap = False on it, "
+                "or raise min_params."
+            )
+
+
+def prepare_fsdp_module(
+    model: nn.Module,
+    config: FSDPConfig | Mapping[str, Any] | None = None,
+    optimizers: torch.optim.Optimizer | Sequence[torch.optim.Optimizer] = (),
+) -> nn.Module:
+    """Shards ``model`` in place with ``fully_shard``: the units :func:`select_fsdp_modules` picks, then the root.
+
+    Every rank calls this with the same model (same initial weights). The parameters become ``DTensor`` shards,
+    new ``nn.Parameter`` objects under the same names, on this rank's device (CUDA when the process group is NCCL,
+    else the CPU); ``optimizers`` built before are switched over to them (:func:`update_optimizer_params`). The
+    returned model is ``model`` itself. For gradient accumulation, call
+    ``model.set_requires_gradient_sync(False)`` before the backward of every microbatch but the last.
+
+    Args:
+        model: The model, after any surgery (every rank's copy identical).
+        config: An :class:`FSDPConfig`, a mapping of its fields, or ``None`` for the defaults.
+        optimizers: Optimizers already built on ``model``'s parameters; their state must still be empty.
+
+    Raises:
+        RuntimeError: torch.distributed is not initialized.
+        ValueError: ``cpu_offload`` without CUDA, or an optimizer that has already stepped.
+    """
+    import torch.distributed as torch_dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
+
+    config = FSDPConfig.from_dict(config) if isinstance(config, Mapping) else config or FSDPConfig()
+    optimizers = [optimizers] if isinstance(optimizers, torch.optim.Optimizer) else list(optimizers)
+    stepped = [type(opt).__name__ for opt in optimizers if opt.state]
+    if stepped:
+        raise ValueError(
+            f"Optimizer(s) {stepped} already hold state; FSDP replaces the parameters and that state would be lost. "
+            "Call prepare_fsdp_module before the first step (load optimizer state afterwards with "
+            "load_full_optimizer_state_dict)."
+        )
+    if not (torch_dist.is_available() and torch_dist.is_initialized()):
+        raise RuntimeError(
+            "FSDP needs the torch.distributed process group, which does not exist. Launch with "
+            "`torchrun --nproc_per_node N script.py` (or `composer launch -n N script.py`) and create the group "
+            "first with composer.utils.dist.initialize_dist(); a single process can create one with "
+            "torch.distributed.init_process_group('gloo', rank=0, world_size=1, init_method='tcp://127.0.0.1:PORT')."
+        )
+    device_type = "cuda" if "nccl" in torch_dist.get_backend() else "cpu"
+    if config.cpu_offload and device_type != "cuda":
+        raise ValueError(
+            "FSDPConfig.cpu_offload=True needs CUDA (it pins host memory), but the process group uses "
+            f"{torch_dist.get_backend()!r} on CPU. Set cpu_offload=False: on CPU ranks the shards are in host "
+            "memory already."
+        )
+    # A reduce_dtype of None means param_dtype to MixedPrecisionPolicy; None for both keeps the parameters' dtype.
+    param_dtype = _DTYPES[config.param_dtype] if config.param_dtype else None
+    reduce_dtype = _DTYPES[config.reduce_dtype] if config.reduce_dtype else None
+    options: dict[str, Any] = {
+        "mesh": init_device_mesh(device_type, (torch_dist.get_world_size(),)),
+        "reshard_after_forward": config.reshard_after_forward,
+        "mp_policy": MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=reduce_dtype),
+        "offload_policy": CPUOffloadPolicy() if config.cpu_offload else OffloadPolicy(),
+    }
+    before = dict(model.named_parameters())
+    for name in select_fsdp_modules(model, config.module_classes, config.min_params):
+        fully_shard(model.get_submodule(name), **options)
+    fully_shard(model, **options)
+    update_optimizer_params(optimizers, before, dict(model.named_parameters()))
+    return model
+
+
+def _full_options(*, cpu_offload: bool = False, broadcast_from_rank0: bool = False) -> Any:
+    from torch.distributed.checkpoint.state_dict import StateDictOptions
+
+    return StateDictOptions(full_state_dict=True, cpu_offload=cpu_offload, broadcast_from_rank0=broadcast_from_rank0)
+
+
+def _live_tensors(model: nn.Module, optimizer: torch.optim.Optimizer | None = None) -> set[int]:
+    """The storage addresses of the tensors training updates in place (shards, buffers, optimizer state)."""
+    tensors = [*model.parameters(), *model.buffers()]
+    if optimizer is not None:
+        tensors += [t for state in optimizer.state.values() for t in state.values() if isinstance(t, torch.Tensor)]
+    return {(t.to_local() if hasattr(t, "to_local") else t).data_ptr() for t in tensors}
+
+
+def _snapshot(value: Any, live: set[int]) -> Any:
+    # torch's full state dicts return unsharded tensors as they are: buffers (BatchNorm statistics) and optimizer
+    # steps would keep changing with training in a state dict held in memory. Copy those; gathered ones are new.
+    if isinstance(value, torch.Tensor):
+        return value.clone() if value.data_ptr() in live else value
+    if isinstance(value, Mapping):
+        return {key: _snapshot(item, live) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_snapshot(item, live) for item in value)
+    return value
+
+
+def full_model_state_dict(model: nn.Module) -> dict[str, Any]:
+    """The whole, unsharded ``state_dict`` of a sharded model, on the CPU, on rank 0 (other ranks get ``{}``).
+
+    A collective: every rank calls it. What rank 0 gets loads into the unsharded model with ``load_state_dict``,
+    and is a snapshot: later training does not change it (torch's own returns buffers as the live tensors).
+    """
+    from torch.distributed.checkpoint.state_dict import get_model_state_dict
+
+    state: dict[str, Any] = _snapshot(
+        get_model_state_dict(model, options=_full_options(cpu_offload=True)), _live_tensors(model)
+    )
+    return state
+
+
+def load_full_model_state_dict(model: nn.Module, state_dict: Mapping[str, Any]) -> None:
+    """Loads an unsharded ``state_dict`` held by rank 0 into a sharded model; other ranks may pass ``{}``.
+
+    A collective: every rank calls it; rank 0's tensors are broadcast and each rank keeps its shards.
+    """
+    from torch.distributed.checkpoint.state_dict import set_model_state_dict
+
+    set_model_state_dict(model, dict(state_dict), options=_full_options(broadcast_from_rank0=True))
+
+
+def full_optimizer_state_dict(model: nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    """The whole optimizer state of a sharded model on rank 0, keyed by parameter name (other ranks get ``{}``).
+
+    A collective: every rank calls it. Like :func:`full_model_state_dict`, a snapshot (torch's own shares the
+    live ``step`` counters of Adam and its kind).
+    """
+    from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict
+
+    full = get_optimizer_state_dict(model, optimizer, options=_full_options(cpu_offload=True))
+    state: dict[str, Any] = _snapshot(full, _live_tensors(model, optimizer))
+    return state
+
+
+def load_full_optimizer_state_dict(
+    model: nn.Module, optimizer: torch.optim.Optimizer, state_dict: Mapping[str, Any]
+) -> None:
+    """Loads what :func:`full_optimizer_state_dict` gave rank 0 into every rank's sharded optimizer.
+
+    A collective: every rank calls it; other ranks may pass ``{}``.
+    """
+    from torch.distributed.checkpoint.state_dict import set_optimizer_state_dict
+
+    set_optimizer_state_dict(model, optimizer, dict(state_dict), options=_full_options(broadcast_from_rank0=True))
