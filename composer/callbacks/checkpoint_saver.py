@@ -152,11 +152,12 @@ class CheckpointSaver(Callback):
     def save(self, state: State) -> Path | None:
         """Saves a checkpoint now, updates the 'latest' link and deletes the oldest beyond the limit.
 
+        Launched on several processes, every rank calls it: rank 0 writes the file and handles the link and the
+        old files, the others contribute their random states and wait until the file is in place.
+
         Returns:
             Path | None: The file written (None on ranks other than 0, which write nothing).
         """
-        if state.rank != 0:
-            return None
         folder = self._folder()
         path = folder / format_checkpoint_name(self.filename, state, run_name=self.run_name)
         previous = (self._last_saved, list(self.saved_checkpoints))
@@ -172,6 +173,8 @@ class CheckpointSaver(Callback):
         except BaseException:
             self._last_saved, self.saved_checkpoints = previous
             raise
+        if state.rank != 0:
+            return None
         log.info("Saved checkpoint %s", path)
         if self.latest_filename is not None:
             link = folder / format_checkpoint_name(self.latest_filename, run_name=self.run_name)

@@ -202,7 +202,9 @@ class TrainerHparams(Hparams):
     ``progress_bar``, ``log_to_console``, and the checkpointing arguments ``run_name``, ``save_folder``,
     ``save_filename``, ``save_latest_filename``, ``save_interval``, ``save_num_checkpoints_to_keep``,
     ``save_overwrite``, ``save_weights_only``, ``load_path``, ``load_weights_only``, ``load_strict_model_weights``,
-    ``load_ignore_keys`` and ``autoresume``.
+    ``load_ignore_keys`` and ``autoresume``, and for runs launched on several processes ``dist_timeout``,
+    ``ddp_sync_strategy``, ``find_unused_parameters`` and ``fsdp_config`` (a mapping of
+    :class:`~composer.trainer.fsdp.FSDPConfig` fields).
     """
 
     model: ModelHparams
@@ -242,6 +244,10 @@ class TrainerHparams(Hparams):
     load_strict_model_weights: bool = True
     load_ignore_keys: list[str] | None = None
     autoresume: bool = False
+    dist_timeout: float = 300.0
+    ddp_sync_strategy: str = "single_auto_sync"
+    find_unused_parameters: bool | None = None
+    fsdp_config: dict[str, Any] | None = None
 
     def validate(self) -> None:
         """Checks sizes, times, the precision name, and that each named entry has its registry's class."""

@@ -24,6 +24,7 @@ from typing import Any
 from composer.callbacks.checkpoint_saver import CheckpointSaver, SaveInterval
 from composer.core.state import State
 from composer.core.time import Time
+from composer.utils import dist
 from composer.utils.checkpoint import (
     CheckpointError,
     find_checkpoints,
@@ -124,15 +125,12 @@ class Checkpointing:
             Path | None: The checkpoint loaded, if any.
         """
         if self.autoresume:
-            assert self.save_folder is not None
-            for path in find_checkpoints(self.save_folder, self.save_filename, self.run_name):
-                try:
-                    checkpoint = read_checkpoint(path)
-                except CheckpointError as e:
-                    warnings.warn(f"autoresume skips {path}, trying the one before: {e}", stacklevel=2)
-                    continue
-                if checkpoint["metadata"].get("weights_only", False):
-                    continue
+            # Launched: rank 0 picks the checkpoint and every rank loads that one.
+            found = self._newest_resumable() if state.rank == 0 else None
+            chosen = dist.broadcast_object_list([None if found is None else str(found[0])])[0]
+            if chosen is not None:
+                path = Path(chosen)
+                checkpoint = found[1] if found is not None else read_checkpoint(path)
                 restore_checkpoint(state, _without_budget(checkpoint, state), path=path)
                 log.info("autoresume: resuming from %s at %s.", path, state.timer)
                 self.loaded_path = path
@@ -153,6 +151,19 @@ class Checkpointing:
             if not self.load_weights_only:
                 _warn_if_inexact(state)
         return self.loaded_path
+
+    def _newest_resumable(self) -> tuple[Path, dict[str, Any]] | None:
+        """The newest checkpoint in ``save_folder`` that reads back and holds the whole training state."""
+        assert self.save_folder is not None
+        for path in find_checkpoints(self.save_folder, self.save_filename, self.run_name):
+            try:
+                checkpoint = read_checkpoint(path)
+            except CheckpointError as e:
+                warnings.warn(f"autoresume skips {path}, trying the one before: {e}", stacklevel=3)
+                continue
+            if not checkpoint["metadata"].get("weights_only", False):
+                return path, checkpoint
+        return None
 
 
 def _warn_if_inexact(state: State) -> None:

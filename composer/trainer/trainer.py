@@ -27,6 +27,20 @@ from composer.loggers.progress_bar import ProgressBarLogger
 from composer.models.base import ComposerModel
 from composer.trainer.checkpointing import Checkpointing, epoch_batches, run_config
 from composer.trainer.devices import batch_to_device, resolve_device
+from composer.trainer.distributed import (
+    DDPSyncStrategy,
+    add_rank_note,
+    agree_on_seed,
+    batch_totals,
+    ddp_sync_context,
+    distribute_evaluator,
+    distribute_train_data,
+    init_distributed,
+    rank_zero_destinations,
+    seed_rank,
+    set_sampler_epoch,
+    wrap_ddp,
+)
 from composer.trainer.precision import make_grad_scaler, precision_context
 from composer.trainer.schedulers import TrainerSchedulers
 from composer.utils.checkpoint import save_checkpoint
@@ -97,6 +111,23 @@ class Trainer:
         autoresume (bool): Continue from the newest valid checkpoint in ``save_folder`` if there is one (mid-epoch
             included, and exactly: the same batches, the same random draws), else start (or ``load_path``). Re-run
             the same command after a crash and training goes on as if nothing had happened.
+        dist_timeout (float): Launched on several processes: seconds any collective may wait before the job fails
+            (a rank that raised or hangs makes the others stop within this time instead of hanging).
+        ddp_sync_strategy (str | DDPSyncStrategy): When gradients are all-reduced under gradient accumulation:
+            ``'single_auto_sync'`` (once per optimizer step, on the last microbatch) or ``'multi_auto_sync'`` (after
+            every microbatch).
+        find_unused_parameters (bool, optional): Tell DistributedDataParallel that some parameters may get no
+            gradient; default: True when an algorithm declares it (LayerFreezing, block StochasticDepth).
+
+    Launched with ``torchrun`` (``WORLD_SIZE`` > 1), the Trainer trains on all processes together: batch sizes are per
+    rank, the timer counts the samples and tokens of all ranks, each rank reads its share of the data, gradients are
+    averaged by DistributedDataParallel, evaluation metrics are reduced over ranks, and only rank 0 writes
+    checkpoints and console or file logs. ``state.model`` stays your ComposerModel; the training forward runs through
+    :attr:`ddp_model`. See :mod:`composer.trainer.distributed` and ``composer/trainer/DISTRIBUTED.md``.
+
+    Attributes:
+        ddp_model (DistributedDataParallel | None): The wrapped model when launched (register DDP communication
+            hooks on it before ``fit``); None in a single process.
 
     Example:
         >>> trainer = Trainer(
@@ -150,6 +181,9 @@ class Trainer:
         load_strict_model_weights: bool = True,
         load_ignore_keys: Sequence[str] | None = None,
         autoresume: bool = False,
+        dist_timeout: float = 300.0,
+        ddp_sync_strategy: str | DDPSyncStrategy = DDPSyncStrategy.SINGLE_AUTO_SYNC,
+        find_unused_parameters: bool | None = None,
     ) -> None:
         arguments = dict(locals())  # the run's config, saved in checkpoints
         if not isinstance(model, ComposerModel):
@@ -162,7 +196,9 @@ class Trainer:
         if grad_clip_norm is not None and grad_clip_norm <= 0:
             raise ValueError(f"grad_clip_norm={grad_clip_norm!r} must be positive, or None to disable clipping.")
         precision = Precision(precision)
-        self.device = resolve_device(device)
+        self._ddp_sync_strategy = DDPSyncStrategy.parse(ddp_sync_strategy)
+        # Launched: create the process group first, so that the state's seed and rank are per process.
+        self.device = init_distributed(resolve_device(device), dist_timeout)
         if precision == Precision.BF16 and self.device.type == "cuda" and not torch.cuda.is_bf16_supported():
             raise ValueError("precision='bf16' but this GPU does not support bfloat16; use 'amp' or 'fp32'.")
 
@@ -182,14 +218,16 @@ class Trainer:
             autoresume=autoresume,
         )
         self.run_name = self.checkpointing.run_name
-        self.seed = new_seed() if seed is None else seed
+        self.seed = agree_on_seed(new_seed() if seed is None else seed)  # launched: rank 0's, on every rank
         if seed is None:
             log.info("No seed given; using seed=%d.", self.seed)
         seed_all(self.seed)
         if deterministic_mode:
             configure_deterministic_mode()
 
-        self._train_spec = self._check_train_data(ensure_data_spec(train_dataloader))
+        self._train_spec = self._check_train_data(
+            distribute_train_data(ensure_data_spec(train_dataloader), seed=self.seed)
+        )
         self.grad_clip_norm = grad_clip_norm
         self._train_subset_num_batches = train_subset_num_batches
         self._eval_subset_num_batches = eval_subset_num_batches
@@ -200,6 +238,7 @@ class Trainer:
         if log_to_console:
             destinations.append(ConsoleLogger())
         destinations.extend(loggers or [])
+        destinations = rank_zero_destinations(destinations)  # launched: one progress bar, each file written once
         self._run_config = run_config({**arguments, "run_name": self.run_name, "seed": self.seed})
         saver = self.checkpointing.make_saver(self._run_config)
 
@@ -239,6 +278,11 @@ class Trainer:
         )
         self._create_graph = any(a.backwards_create_graph for a in self.state.algorithms)
         self.checkpointing.load(self.state)  # load_path, or with autoresume the newest checkpoint of this run
+        # Launched: wrap after surgery, the optimizer remap and loading; then each rank draws its own random numbers.
+        if find_unused_parameters is None:
+            find_unused_parameters = any(a.find_unused_parameters for a in self.state.algorithms)
+        self.ddp_model = wrap_ddp(model, self.device, find_unused_parameters=find_unused_parameters)
+        seed_rank(self.seed)
 
     # ---- construction helpers ----------------------------------------------------------------------------------
 
@@ -280,7 +324,7 @@ class Trainer:
         labels = [e.label for e in evaluators]
         if len(set(labels)) != len(labels):
             raise ValueError(f"Evaluator labels must be unique, got {labels}; give each Evaluator its own label.")
-        return evaluators
+        return [distribute_evaluator(e) for e in evaluators]  # launched: each rank evaluates its share, no repeats
 
     # ---- training ----------------------------------------------------------------------------------------------
 
@@ -299,7 +343,9 @@ class Trainer:
         """
         state = self.state
         if train_dataloader is not None:
-            self._train_spec = self._check_train_data(ensure_data_spec(train_dataloader))
+            self._train_spec = self._check_train_data(
+                distribute_train_data(ensure_data_spec(train_dataloader), seed=self.seed)
+            )
             state.train_dataloader = self._train_spec.dataloader
             state.steps_per_epoch = self._steps_per_epoch(self._train_spec, self._train_subset_num_batches)
         if duration is not None:
@@ -308,7 +354,8 @@ class Trainer:
         state.stop_reason = None
         try:
             self._fit_loop()
-        except BaseException:
+        except BaseException as e:
+            add_rank_note(e)  # launched: which rank raised it
             self.close()
             raise
 
@@ -327,6 +374,7 @@ class Trainer:
             if resume_at == 0:
                 engine.run_event(Event.EPOCH_START)
             num_batches = 0
+            set_sampler_epoch(self._train_spec.dataloader, state.timer.epoch.value)
             for batch in epoch_batches(state, self._train_spec.dataloader, state.steps_per_epoch):
                 num_batches += 1
                 self._train_batch(batch)
@@ -352,14 +400,12 @@ class Trainer:
         # Time advances by what the loader produced, before any algorithm resizes or drops samples.
         num_samples = spec.get_num_samples_in_batch(state.batch)
         num_tokens = spec.get_num_tokens_in_batch(state.batch)
-        if num_tokens is None:
-            if state.max_duration.unit == TimeUnit.TOKEN:
-                raise ValueError(
-                    f"max_duration={state.max_duration} counts tokens, but the training batches have no token "
-                    "count. Give dict batches with 'input_ids', or pass DataSpec(get_num_tokens_in_batch=...)."
-                )
-            num_tokens = 0
-        state.batch_num_samples, state.batch_num_tokens = num_samples, num_tokens
+        if num_tokens is None and state.max_duration.unit == TimeUnit.TOKEN:
+            raise ValueError(
+                f"max_duration={state.max_duration} counts tokens, but the training batches have no token "
+                "count. Give dict batches with 'input_ids', or pass DataSpec(get_num_tokens_in_batch=...)."
+            )
+        state.batch_num_samples, state.batch_num_tokens = num_samples, num_tokens or 0
         engine.run_event(Event.AFTER_DATALOADER)
         engine.run_event(Event.BATCH_START)
 
@@ -367,7 +413,7 @@ class Trainer:
         state.loss = loss
         self.logger.metric_batch({"loss/train": loss})
 
-        state.timer.on_batch_complete(num_samples, num_tokens)
+        state.timer.on_batch_complete(*batch_totals(spec, num_samples, num_tokens))  # launched: all ranks' samples
         self._schedulers.step_batch()
         engine.run_event(Event.BATCH_END)
         self._eval_due(TimeUnit.BATCH)
@@ -406,27 +452,30 @@ class Trainer:
             microbatches = self._train_spec.split_batch(full_batch, state.grad_accum)
             full_samples = sum(self._train_spec.get_num_samples_in_batch(mb) for mb in microbatches)
         total_loss: torch.Tensor | None = None
-        for microbatch in microbatches:
-            state.batch = microbatch
-            if len(microbatches) > 1:
-                state.batch_num_samples = self._train_spec.get_num_samples_in_batch(microbatch)
-            engine.run_event(Event.BEFORE_FORWARD)
-            with self._precision_context():
-                state.outputs = state.model(state.batch)
-            engine.run_event(Event.AFTER_FORWARD)
-            engine.run_event(Event.BEFORE_LOSS)
-            with self._precision_context():
-                state.loss = model.loss(state.outputs, state.batch)
-            if len(microbatches) > 1:
-                # Weight by sample count so uneven microbatches add up to the full batch's mean loss.
-                state.loss = _weighted(state.loss, state.batch_num_samples / full_samples)
-            engine.run_event(Event.AFTER_LOSS)
-            engine.run_event(Event.BEFORE_BACKWARD)
-            loss = _sum_losses(state.loss)
-            (scaler.scale(loss) if scaler is not None else loss).backward(create_graph=self._create_graph)
-            engine.run_event(Event.AFTER_BACKWARD)
-            loss = loss.detach()
-            total_loss = loss if total_loss is None else total_loss + loss
+        forward = state.model if self.ddp_model is None else self.ddp_model  # DDP's forward prepares its all-reduce
+        for i, microbatch in enumerate(microbatches):
+            # Launched: with single_auto_sync only the last microbatch's backward all-reduces the gradients.
+            with ddp_sync_context(self.ddp_model, self._ddp_sync_strategy, i == len(microbatches) - 1):
+                state.batch = microbatch
+                if len(microbatches) > 1:
+                    state.batch_num_samples = self._train_spec.get_num_samples_in_batch(microbatch)
+                engine.run_event(Event.BEFORE_FORWARD)
+                with self._precision_context():
+                    state.outputs = forward(state.batch)
+                engine.run_event(Event.AFTER_FORWARD)
+                engine.run_event(Event.BEFORE_LOSS)
+                with self._precision_context():
+                    state.loss = model.loss(state.outputs, state.batch)
+                if len(microbatches) > 1:
+                    # Weight by sample count so uneven microbatches add up to the full batch's mean loss.
+                    state.loss = _weighted(state.loss, state.batch_num_samples / full_samples)
+                engine.run_event(Event.AFTER_LOSS)
+                engine.run_event(Event.BEFORE_BACKWARD)
+                loss = _sum_losses(state.loss)
+                (scaler.scale(loss) if scaler is not None else loss).backward(create_graph=self._create_graph)
+                engine.run_event(Event.AFTER_BACKWARD)
+                loss = loss.detach()
+                total_loss = loss if total_loss is None else total_loss + loss
         assert total_loss is not None
         state.batch, state.batch_num_samples, state.loss = full_batch, full_samples, total_loss
         if scaler is not None:
@@ -543,6 +592,9 @@ class Trainer:
 
     def save_checkpoint(self, path: str | os.PathLike[str], *, weights_only: bool = False) -> Path:
         """Saves the training state (or only the weights) to ``path`` now; see ``composer.utils.checkpoint``.
+
+        Launched, every rank must call it: rank 0 writes the file (with every rank's random states) and the others
+        wait until it is in place.
 
         Returns:
             Path: The file written.

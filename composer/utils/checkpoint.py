@@ -40,6 +40,7 @@ import torch
 
 from composer._version import __version__
 from composer.core.state import State, _bare_model_state, _unwrap_model
+from composer.utils import dist
 
 __all__ = [
     "FAULT_ENV_VAR",
@@ -211,6 +212,10 @@ def save_checkpoint(
     the model: at most one tensor's bytes (torch moves GPU storages to the CPU one at a time) and the 16 MiB buffer
     the checksum is read through.
 
+    Launched on several processes, every rank must call it (the Trainer and ``CheckpointSaver`` do): the ranks'
+    random states are gathered into the checkpoint (``'rank_states'``, so that each rank resumes its own), rank 0
+    writes the file, and the others wait until it is in place (or raise if rank 0 could not write it).
+
     Args:
         state (State): What to save.
         path (str | Path): The file to write; its folder is created. A ``.safetensors`` name writes the weights in
@@ -231,6 +236,42 @@ def save_checkpoint(
         ['format_version', 'metadata', 'state']
     """
     path = Path(path)
+    rank_states = None if weights_only else _gather_rank_states(state)
+    if state.rank != 0:
+        error = dist.broadcast_object_list([None])[0]  # rank 0 says whether the file is in place
+        if error is not None:
+            raise CheckpointError(f"Rank 0 could not write the checkpoint {path}: {error}")
+        return path
+    try:
+        _write_checkpoint(state, path, weights_only, metadata, rank_states)
+    except BaseException as e:
+        if state.world_size > 1:
+            dist.broadcast_object_list([f"{type(e).__name__}: {e}"])
+        raise
+    if state.world_size > 1:
+        dist.broadcast_object_list([None])
+    return path
+
+
+def _gather_rank_states(state: State) -> list[dict[str, Any]] | None:
+    """Every rank's random states (``state.rng`` and :meth:`State.capture_rng`), in rank order; None in a single
+    process, where the state dict already holds them."""
+    if state.world_size == 1:
+        return None
+    own = {
+        "rng": state.rng.get_state(),
+        "process_rng": {"current": state.capture_rng(), "epoch_start": state.epoch_start_rng},
+    }
+    return dist.all_gather_object(own)
+
+
+def _write_checkpoint(
+    state: State,
+    path: Path,
+    weights_only: bool,
+    metadata: Mapping[str, Any] | None,
+    rank_states: list[dict[str, Any]] | None,
+) -> None:
     info = {
         "library": "opencomposer",
         "library_version": __version__,
@@ -239,7 +280,9 @@ def save_checkpoint(
         "weights_only": weights_only,
         "config": dict(metadata or {}),
     }
-    content = {"model": _bare_model_state(state.model)} if weights_only else state.state_dict()
+    content: dict[str, Any] = {"model": _bare_model_state(state.model)} if weights_only else state.state_dict()
+    if rank_states is not None:
+        content["rank_states"] = rank_states
     if path.suffix == ".safetensors":
         if not weights_only:
             raise ValueError(
@@ -247,11 +290,10 @@ def save_checkpoint(
                 "weights_only=True to save the weights there, or use a '.pt' name for a resumable checkpoint."
             )
         _write_safetensors(path, content["model"], info)
-        return path
+        return
     payload = {"format_version": FORMAT_VERSION, "metadata": info, "state": content}
     _check_plain(payload, "checkpoint")  # fail now, naming the culprit, rather than when loading
     _atomic_write(path, lambda tmp: _write_torch(payload, tmp))
-    return path
 
 
 def _write_torch(payload: Any, path: Path) -> None:
@@ -598,7 +640,26 @@ def restore_checkpoint(
         )
     load_model_state(state.model, saved["model"], strict=strict, ignore_keys=ignore_keys)
     if not weights_only:
-        state.load_state_dict({key: value for key, value in saved.items() if key != "model"})
+        rest = {key: value for key, value in saved.items() if key not in ("model", "rank_states")}
+        state.load_state_dict({**rest, **_own_rank_states(saved.get("rank_states"), state, path)})
+
+
+def _own_rank_states(rank_states: Sequence[Mapping[str, Any]] | None, state: State, path: Any) -> dict[str, Any]:
+    """The random states this rank resumes with: its own when the checkpoint was saved by at least as many ranks,
+    none (it keeps its fresh per-rank seed) when there are fewer; in a single-process checkpoint, rank 0's."""
+    if rank_states is None:
+        return {}
+    rank = state.rank
+    if rank < len(rank_states):
+        return dict(rank_states[rank])
+    log.warning(
+        "%s was saved by %d ranks; rank %d starts with its own random states (seeded from seed + rank), so its "
+        "random draws differ from an uninterrupted run.",
+        path,
+        len(rank_states),
+        rank,
+    )
+    return {"process_rng": None}
 
 
 def load_model_state(

@@ -135,3 +135,13 @@ def test_building_errors_are_located(tmp_path):
     wrong = {**TINY, "eval_dataset": {"cifar10": {"path": str(tmp_path / "notes.txt")}}}
     with pytest.raises(ConfigError, match=r"^eval_dataset\.cifar10: .*notes.txt' is not a readable tar archive"):
         TrainerHparams.from_dict(wrong).initialize_object()
+
+
+def test_distributed_fields_reach_the_trainer():
+    trainer = TrainerHparams.from_dict(
+        {**TINY, "ddp_sync_strategy": "multi_auto_sync", "dist_timeout": 30}
+    ).initialize_object()
+    assert trainer._ddp_sync_strategy.value == "multi_auto_sync"
+    trainer.close()
+    with pytest.raises(ConfigError, match=r"ddp_sync_strategy.*'sometimes'.*single_auto_sync"):
+        TrainerHparams.from_dict({**TINY, "ddp_sync_strategy": "sometimes"}).initialize_object()

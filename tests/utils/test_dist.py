@@ -1,10 +1,33 @@
-"""composer.utils.dist unlaunched (world size 1); the multi-process tests belong to the distributed issue."""
+"""composer.utils.dist unlaunched (world size 1), and across 2 ranks in the shared torchrun job of
+tests/distributed/launch.py (the Trainer creates the group there; the worker then calls every collective)."""
 
 import pytest
 import torch
-from torch.utils.data import RandomSampler, SequentialSampler, TensorDataset
+from torch.utils.data import DistributedSampler, RandomSampler, SequentialSampler, TensorDataset
 
 from composer.utils import dist
+from tests.distributed.launch import two_rank_train_job
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory):
+    return two_rank_train_job(tmp_path_factory)
+
+
+@pytest.mark.dist
+def test_collectives_across_two_ranks(job):
+    for rank in (0, 1):
+        seen = job[rank]
+        assert seen["all_reduce"] == {"sum": 5.0, "min": 2.0, "max": 3.0, "product": 6.0}  # ranks hold 2 and 3
+        assert seen["broadcast"] == 10  # from rank 1
+        assert seen["all_gather"] == [0, 1]
+        assert seen["all_gather_object"] == [{"rank": 0}, {"rank": 1}]
+        assert seen["broadcast_object_list"] == ["from rank 0"]
+        assert seen["ranks"] == {"global": rank, "local": rank, "world": 2, "local_world": 2, "node": 0}
+    shards = [job[rank]["sampler"] for rank in (0, 1)]
+    assert sorted(shards[0] + shards[1]) == list(range(10))  # disjoint, and the same shuffle on both ranks
+    for rank in (0, 1):
+        assert shards[rank] == list(DistributedSampler(list(range(10)), num_replicas=2, rank=rank, seed=3))
 
 
 def test_unlaunched_world(monkeypatch):
