@@ -8,18 +8,23 @@ malformed command lines the same way.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
 
-from composer.cli import compare, evaluate, launch, listing, train
+from composer.cli import launch
 from composer.config import ConfigError
 
 __all__ = ["build_parser", "main"]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of ``composer`` and its subcommands.
+# Subcommand -> module; a module is imported only when its subcommand can run (``launch`` alone skips the models).
+_COMMANDS = {"train": "train", "eval": "evaluate", "list": "listing", "compare": "compare", "launch": "launch"}
+
+
+def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of ``composer`` and its subcommands (``commands``: only these; default: all).
 
     Example:
         >>> build_parser().parse_args(["list", "algorithms"]).kinds
@@ -28,9 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="composer", description="Train from YAML recipes, and measure which recipe reaches your accuracy fastest."
     )
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="{train,eval,list,compare,launch}")
-    for module in (train, evaluate, listing, compare, launch):
-        module.add_parser(subparsers)
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(_COMMANDS) + "}")
+    for name in commands or _COMMANDS:
+        importlib.import_module(f"composer.cli.{_COMMANDS[name]}").add_parser(subparsers)
     return parser
 
 
@@ -41,7 +46,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         >>> main(["train", "-f", "no/such/recipe.yaml"])
         2
     """
-    args = build_parser().parse_args(launch.route(sys.argv[1:] if argv is None else argv))
+    argv = launch.route(sys.argv[1:] if argv is None else argv)
+    args = build_parser(["launch"] if argv[:1] == ["launch"] else None).parse_args(argv)
     try:
         code: int = args.run(args)
     except ConfigError as error:

@@ -1,17 +1,27 @@
 """Run configuration: TrainerHparams, the registries recipes name things by, and YAML recipes with overrides.
 
+The names below are imported when first used, so that ``from composer.config import ConfigError`` (which the
+``composer`` command needs before it knows what to run) does not import the models and their dependencies.
+
 Example:
     >>> from composer.config import MODELS, load_recipe
     >>> "simple_cnn" in MODELS
     True
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from composer.config.config_error import ConfigError
-from composer.config.datasets import DatasetHparams
-from composer.config.models import ModelHparams
-from composer.config.recipe import load_config, load_recipe, to_yaml
-from composer.config.registry import ALGORITHM_HPARAMS, DATASETS, MODELS, REGISTRIES
-from composer.config.trainer_hparams import TrainerHparams
+
+if TYPE_CHECKING:
+    from composer.config.datasets import DatasetHparams
+    from composer.config.models import ModelHparams
+    from composer.config.recipe import load_config, load_recipe, to_yaml
+    from composer.config.registry import ALGORITHM_HPARAMS, DATASETS, MODELS, REGISTRIES
+    from composer.config.trainer_hparams import TrainerHparams
 
 __all__ = [
     "ALGORITHM_HPARAMS",
@@ -26,3 +36,29 @@ __all__ = [
     "load_recipe",
     "to_yaml",
 ]
+
+_LAZY = {
+    "ALGORITHM_HPARAMS": "composer.config.registry",
+    "DATASETS": "composer.config.registry",
+    "MODELS": "composer.config.registry",
+    "REGISTRIES": "composer.config.registry",
+    "DatasetHparams": "composer.config.datasets",
+    "ModelHparams": "composer.config.models",
+    "TrainerHparams": "composer.config.trainer_hparams",
+    "load_config": "composer.config.recipe",
+    "load_recipe": "composer.config.recipe",
+    "to_yaml": "composer.config.recipe",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'composer.config' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
