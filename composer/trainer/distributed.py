@@ -15,6 +15,8 @@ so an unlaunched run behaves exactly as before. Launched (``torchrun`` sets ``WO
 * wraps the model in ``DistributedDataParallel`` after ``Event.INIT`` surgery, the optimizer remap and checkpoint
   loading (:func:`wrap_ddp`), and runs the training forward through the wrapper; ``state.model`` stays the
   ``ComposerModel``, so its ``loss``, metrics and ``eval_forward`` (and every algorithm) work unchanged;
+* with ``fsdp_config``, shards the model instead (:mod:`composer.trainer.fsdp`), and keeps the ranks' evaluation
+  forward passes in step (:func:`lockstep_batches`: with FSDP each is a collective);
 * all-reduces gradients once per optimizer step (:func:`ddp_sync_context`), and advances the timer by the samples
   and tokens of all ranks (:func:`batch_totals`: exactly, and without communicating when every rank's batches are
   as large); the training loss logged is rank 0's (the mean over its share of the batch);
@@ -29,7 +31,7 @@ import enum
 import logging
 import os
 import warnings
-from collections.abc import Iterable, Iterator, Sequence, Sized
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from typing import Any
 
 import torch
@@ -70,6 +72,7 @@ __all__ = [
     "distribute_train_data",
     "init_distributed",
     "is_launched",
+    "lockstep_batches",
     "rank_zero_destinations",
     "seed_rank",
     "set_sampler_epoch",
@@ -399,18 +402,78 @@ def wrap_ddp(
 
 
 def ddp_sync_context(
-    ddp_model: DistributedDataParallel | None, strategy: DDPSyncStrategy, is_final_microbatch: bool
+    model: torch.nn.Module | None, strategy: DDPSyncStrategy, is_final_microbatch: bool
 ) -> contextlib.AbstractContextManager[Any]:
-    """The context to run one microbatch's forward and backward in: ``ddp_model.no_sync()`` when its gradients are
-    only accumulated, else nothing.
+    """The context to run one microbatch's forward and backward in: ``no_sync`` when its gradients are only
+    accumulated, else nothing.
+
+    ``model`` is the ``DistributedDataParallel`` wrapper (its ``no_sync()``), a model sharded with FSDP's
+    ``fully_shard`` (``set_requires_gradient_sync(False)`` inside the context, True again after it: the gradients
+    accumulate unsharded and are reduce-scattered by the syncing microbatch's backward), or None (nothing to sync).
 
     Example:
         >>> with ddp_sync_context(None, DDPSyncStrategy.SINGLE_AUTO_SYNC, is_final_microbatch=False):
         ...     pass
     """
-    if ddp_model is None or is_final_microbatch or strategy is DDPSyncStrategy.MULTI_AUTO_SYNC:
+    if model is None or is_final_microbatch or strategy is DDPSyncStrategy.MULTI_AUTO_SYNC:
         return contextlib.nullcontext()
-    return ddp_model.no_sync()
+    if isinstance(model, DistributedDataParallel):
+        return model.no_sync()
+    return _fsdp_no_sync(model)
+
+
+@contextlib.contextmanager
+def _fsdp_no_sync(model: Any) -> Iterator[None]:
+    model.set_requires_gradient_sync(False)
+    try:
+        yield
+    finally:
+        model.set_requires_gradient_sync(True)
+
+
+def lockstep_batches(batches: Iterable[Any], pad: Callable[[Any], None] | None) -> Iterator[Any]:
+    """The evaluation ``batches`` of this rank, keeping every rank's forward passes in step when ``pad`` is given.
+
+    With FSDP, every forward pass is a collective (each unit gathers its parameters), so all ranks must run as many.
+    Evaluation shards are uneven (:class:`UnpaddedDistributedSampler`: one rank may get a batch fewer), so with
+    ``pad`` each step first agrees (one small all-reduce) on whether any rank still has a batch, and a rank whose
+    data has run out calls ``pad(last_batch)`` (a forward pass whose outputs are dropped, counted in no metric)
+    until all are done. Without ``pad`` (unlaunched, DDP: evaluation does not communicate) the batches pass as
+    they are.
+
+    Raises:
+        ValueError: With ``pad``, some rank has no evaluation batch at all (fewer batches than ranks): it has
+            nothing to run the forward passes with. Raised on every rank.
+
+    Example:
+        >>> list(lockstep_batches(iter(["a", "b"]), pad=None))
+        ['a', 'b']
+    """
+    if pad is None:
+        yield from batches
+        return
+    iterator, last, end = iter(batches), None, object()
+    device = torch.device("cuda", torch.cuda.current_device()) if torch.distributed.get_backend() == "nccl" else None
+    while True:
+        batch = next(iterator, end)
+        has_batch = batch is not end
+        # [ranks with a batch now, ranks that never had one]
+        counts = torch.tensor([int(has_batch), int(not has_batch and last is None)], device=device)
+        torch.distributed.all_reduce(counts)
+        with_batch, without_any = counts.tolist()
+        if with_batch == 0:
+            return
+        if without_any:
+            raise ValueError(
+                f"{without_any} of {torch.distributed.get_world_size()} ranks got no evaluation batch, but with FSDP "
+                "every rank must run each forward pass. Give the evaluation data at least one batch per rank "
+                "(more samples or a smaller batch size), or evaluate on fewer ranks."
+            )
+        if has_batch:
+            last = batch
+            yield batch
+        else:
+            pad(last)
 
 
 def batch_totals(spec: DataSpec, num_samples: int, num_tokens: int | None) -> tuple[int, int]:

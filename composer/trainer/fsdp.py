@@ -11,8 +11,13 @@ a smaller unit; the root module is always a unit and holds the rest.
 ``composer launch``, then :func:`composer.utils.dist.initialize_dist`). Runs on CUDA with NCCL and on CPU with gloo
 (torch 2.14: training, mixed precision, ``set_requires_gradient_sync`` and full state dicts all work on gloo CPU
 ranks; CPU offload needs CUDA). The parameters become ``DTensor`` shards, so ``model.state_dict()`` holds shards
-too: checkpoints go through :func:`full_model_state_dict` and :func:`full_optimizer_state_dict`, which every rank
-calls (they are collectives) and which give rank 0 the whole, unsharded state.
+too: :func:`full_model_state_dict` and :func:`full_optimizer_state_dict`, which every rank calls (they are
+collectives), give rank 0 the whole, unsharded state.
+
+The Trainer's ``fsdp_config`` argument uses this module: :func:`resolve_fsdp_config` checks it when the Trainer is
+built, and :func:`prepare_fsdp_module` shards the model after ``Event.INIT``. Its checkpoints are written and read by
+:mod:`composer.utils.checkpoint`, which gathers and re-shards a sharded model's state itself, in the format of an
+unsharded run's (see ``composer/trainer/DISTRIBUTED.md``).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from composer.core.precision import Precision
 from composer.utils.module_surgery import update_optimizer_params
 
 __all__ = [
@@ -33,6 +39,7 @@ __all__ = [
     "load_full_model_state_dict",
     "load_full_optimizer_state_dict",
     "prepare_fsdp_module",
+    "resolve_fsdp_config",
     "select_fsdp_modules",
 ]
 
@@ -112,6 +119,63 @@ class FSDPConfig:
             raise ValueError(f"Unknown fsdp_config key(s) {unknown}; expected some of {fields}.")
         return cls(**config)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as plain values (classes by name), for a run's config; :meth:`from_dict` reads it back.
+
+        Example:
+            >>> FSDPConfig(module_classes=[nn.Linear], min_params=None).to_dict()["module_classes"]
+            ['Linear']
+            >>> FSDPConfig.from_dict(FSDPConfig().to_dict()) == FSDPConfig()
+            True
+        """
+        fields = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+        classes = [cls if isinstance(cls, str) else cls.__name__ for cls in self.module_classes]
+        return {**fields, "module_classes": classes}
+
+
+def resolve_fsdp_config(
+    config: FSDPConfig | Mapping[str, Any] | None, precision: str | Precision = Precision.FP32
+) -> FSDPConfig | None:
+    """The Trainer's ``fsdp_config`` as an :class:`FSDPConfig` (None: no FSDP), checked against the run.
+
+    Raises:
+        RuntimeError: A config is given but no ``torch.distributed`` process group exists (the Trainer creates one
+            when launched with ``torchrun``; a single process may create its own).
+        ValueError: ``precision='amp'``, whose gradient scaler is not supported on sharded gradients.
+        TypeError: ``config`` is neither an FSDPConfig nor a mapping.
+
+    Example:
+        >>> resolve_fsdp_config(None) is None
+        True
+        >>> resolve_fsdp_config({"min_params": None})
+        Traceback (most recent call last):
+        ...
+        RuntimeError: fsdp_config was given, but there is no torch.distributed process group to shard the model over. ...
+    """
+    if config is None:
+        return None
+    if isinstance(config, Mapping):
+        config = FSDPConfig.from_dict(config)
+    elif not isinstance(config, FSDPConfig):
+        raise TypeError(f"fsdp_config must be an FSDPConfig, a mapping of its fields or None, received {config!r}.")
+    import torch.distributed as torch_dist
+
+    if not (torch_dist.is_available() and torch_dist.is_initialized()):
+        raise RuntimeError(
+            "fsdp_config was given, but there is no torch.distributed process group to shard the model over. "
+            "Launch the script on several processes with `torchrun --nproc_per_node N script.py` or "
+            "`composer launch -n N script.py` (the Trainer then creates the group), or create a group yourself "
+            "before building the Trainer (a single process: torch.distributed.init_process_group('gloo', rank=0, "
+            "world_size=1, init_method='tcp://127.0.0.1:PORT')); or drop fsdp_config to train unsharded."
+        )
+    if Precision(precision) == Precision.AMP:
+        raise ValueError(
+            "precision='amp' cannot be combined with fsdp_config: its gradient scaler decides on each rank's shard "
+            "of the gradients alone whether to skip a step, so the ranks could disagree. Use precision='bf16' (no "
+            "scaler), or FSDPConfig(param_dtype='bf16') for bfloat16 compute with float32 shards."
+        )
+    return config
+
 
 def select_fsdp_modules(
     model: nn.Module, module_classes: Iterable[str | type[nn.Module]] = (), min_params: int | None = None
@@ -182,10 +246,14 @@ def prepare_fsdp_module(
     model: nn.Module,
     config: FSDPConfig | Mapping[str, Any] | None = None,
     optimizers: torch.optim.Optimizer | Sequence[torch.optim.Optimizer] = (),
+    *,
+    sync_module_states: bool = False,
 ) -> nn.Module:
     """Shards ``model`` in place with ``fully_shard``: the units :func:`select_fsdp_modules` picks, then the root.
 
-    Every rank calls this with the same model (same initial weights). The parameters become ``DTensor`` shards,
+    Every rank calls this with the same model: the same initial weights, or any weights with
+    ``sync_module_states=True``, which first broadcasts rank 0's parameters and buffers (as
+    ``DistributedDataParallel`` does when it wraps). The parameters become ``DTensor`` shards,
     new ``nn.Parameter`` objects under the same names, on this rank's device (CUDA when the process group is NCCL,
     else the CPU); ``optimizers`` built before are switched over to them (:func:`update_optimizer_params`). The
     returned model is ``model`` itself. For gradient accumulation, call
@@ -195,6 +263,8 @@ def prepare_fsdp_module(
         model: The model, after any surgery (every rank's copy identical).
         config: An :class:`FSDPConfig`, a mapping of its fields, or ``None`` for the defaults.
         optimizers: Optimizers already built on ``model``'s parameters; their state must still be empty.
+        sync_module_states: Broadcast rank 0's parameters and buffers before sharding (on the process group's
+            device: CUDA with NCCL), so that every rank starts from rank 0's model.
 
     Raises:
         RuntimeError: torch.distributed is not initialized.
@@ -236,12 +306,30 @@ def prepare_fsdp_module(
         "mp_policy": MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=reduce_dtype),
         "offload_policy": CPUOffloadPolicy() if config.cpu_offload else OffloadPolicy(),
     }
+    if sync_module_states:
+        cuda = torch.device("cuda", torch.cuda.current_device()) if device_type == "cuda" else None
+        _broadcast_module_states(model, cuda)
     before = dict(model.named_parameters())
     for name in select_fsdp_modules(model, config.module_classes, config.min_params):
         fully_shard(model.get_submodule(name), **options)
     fully_shard(model, **options)
     update_optimizer_params(optimizers, before, dict(model.named_parameters()))
     return model
+
+
+def _broadcast_module_states(model: nn.Module, device: torch.device | None) -> None:
+    """Copies rank 0's parameters and buffers into every rank's ``model``, one tensor at a time (through ``device``
+    when the tensors live elsewhere: NCCL broadcasts CUDA tensors only)."""
+    import torch.distributed as torch_dist
+
+    with torch.no_grad():
+        for tensor in dict.fromkeys([*model.parameters(), *model.buffers()]):  # shared tensors once
+            if device is None or tensor.device == device:
+                torch_dist.broadcast(tensor.detach(), src=0)
+            else:
+                staged = tensor.detach().to(device)
+                torch_dist.broadcast(staged, src=0)
+                tensor.copy_(staged)
 
 
 def _full_options(*, cpu_offload: bool = False, broadcast_from_rank0: bool = False) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +36,13 @@ from composer.trainer.distributed import (
     distribute_evaluator,
     distribute_train_data,
     init_distributed,
+    lockstep_batches,
     rank_zero_destinations,
     seed_rank,
     set_sampler_epoch,
     wrap_ddp,
 )
+from composer.trainer.fsdp import FSDPConfig, prepare_fsdp_module, resolve_fsdp_config
 from composer.trainer.precision import make_grad_scaler, precision_context
 from composer.trainer.schedulers import TrainerSchedulers
 from composer.utils.checkpoint import save_checkpoint
@@ -118,16 +120,26 @@ class Trainer:
             every microbatch).
         find_unused_parameters (bool, optional): Tell DistributedDataParallel that some parameters may get no
             gradient; default: True when an algorithm declares it (LayerFreezing, block StochasticDepth).
+        fsdp_config (FSDPConfig | Mapping, optional): Shard the model with FSDP (torch's ``fully_shard``) instead
+            of replicating it with DistributedDataParallel: each rank keeps a 1/world_size share of every parameter,
+            gradient and optimizer state (an :class:`~composer.trainer.fsdp.FSDPConfig`, or a mapping of its fields:
+            which submodules become units, mixed precision, ...). Needs a process group: launch with ``torchrun``
+            or ``composer launch -n N`` (or create one yourself, even for a single process). Not with
+            ``precision='amp'``. See ``composer/trainer/DISTRIBUTED.md``.
 
     Launched with ``torchrun`` (``WORLD_SIZE`` > 1), the Trainer trains on all processes together: batch sizes are per
     rank, the timer counts the samples and tokens of all ranks, each rank reads its share of the data, gradients are
     averaged by DistributedDataParallel, evaluation metrics are reduced over ranks, and only rank 0 writes
     checkpoints and console or file logs. ``state.model`` stays your ComposerModel; the training forward runs through
-    :attr:`ddp_model`. See :mod:`composer.trainer.distributed` and ``composer/trainer/DISTRIBUTED.md``.
+    :attr:`ddp_model`. With ``fsdp_config`` the model is sharded in place instead (after ``INIT`` surgery, before a
+    checkpoint is loaded) and every forward runs through it; checkpoints still hold the whole model and optimizer
+    states, in the format of an unsharded run. See :mod:`composer.trainer.distributed` and
+    ``composer/trainer/DISTRIBUTED.md``.
 
     Attributes:
         ddp_model (DistributedDataParallel | None): The wrapped model when launched (register DDP communication
-            hooks on it before ``fit``); None in a single process.
+            hooks on it before ``fit``); None in a single process and with ``fsdp_config``.
+        fsdp_config (FSDPConfig | None): How the model is sharded; None when it is not.
 
     Example:
         >>> trainer = Trainer(
@@ -184,6 +196,7 @@ class Trainer:
         dist_timeout: float = 300.0,
         ddp_sync_strategy: str | DDPSyncStrategy = DDPSyncStrategy.SINGLE_AUTO_SYNC,
         find_unused_parameters: bool | None = None,
+        fsdp_config: FSDPConfig | Mapping[str, Any] | None = None,
     ) -> None:
         arguments = dict(locals())  # the run's config, saved in checkpoints
         if not isinstance(model, ComposerModel):
@@ -199,6 +212,7 @@ class Trainer:
         self._ddp_sync_strategy = DDPSyncStrategy.parse(ddp_sync_strategy)
         # Launched: create the process group first, so that the state's seed and rank are per process.
         self.device = init_distributed(resolve_device(device), dist_timeout)
+        self.fsdp_config = resolve_fsdp_config(fsdp_config, precision)  # needs the process group: after init
         if precision == Precision.BF16 and self.device.type == "cuda" and not torch.cuda.is_bf16_supported():
             raise ValueError("precision='bf16' but this GPU does not support bfloat16; use 'amp' or 'fp32'.")
 
@@ -239,6 +253,8 @@ class Trainer:
             destinations.append(ConsoleLogger())
         destinations.extend(loggers or [])
         destinations = rank_zero_destinations(destinations)  # launched: one progress bar, each file written once
+        if self.fsdp_config is not None:
+            arguments["fsdp_config"] = self.fsdp_config.to_dict()
         self._run_config = run_config({**arguments, "run_name": self.run_name, "seed": self.seed})
         saver = self.checkpointing.make_saver(self._run_config)
 
@@ -270,6 +286,8 @@ class Trainer:
         else:
             update_optimizer_params(self.state.optimizers, params_before, dict(model.named_parameters()))
         model.to(self.device)
+        if self.fsdp_config is not None:  # shard before loading (load_path, autoresume): the parameters change
+            prepare_fsdp_module(model, self.fsdp_config, self.state.optimizers, sync_module_states=True)
         self._precision_context = precision_context(precision, self.device)
         self.state.scaler = make_grad_scaler(precision, self.device)
         # Read back from the state: an algorithm (ScaleSchedule) may have set the ratio at INIT.
@@ -281,7 +299,12 @@ class Trainer:
         # Launched: wrap after surgery, the optimizer remap and loading; then each rank draws its own random numbers.
         if find_unused_parameters is None:
             find_unused_parameters = any(a.find_unused_parameters for a in self.state.algorithms)
-        self.ddp_model = wrap_ddp(model, self.device, find_unused_parameters=find_unused_parameters)
+        self.ddp_model = (
+            None
+            if self.fsdp_config is not None
+            else wrap_ddp(model, self.device, find_unused_parameters=find_unused_parameters)
+        )
+        self._synced_model = model if self.fsdp_config is not None else self.ddp_model  # what no_sync applies to
         seed_rank(self.seed)
 
     # ---- construction helpers ----------------------------------------------------------------------------------
@@ -455,7 +478,7 @@ class Trainer:
         forward = state.model if self.ddp_model is None else self.ddp_model  # DDP's forward prepares its all-reduce
         for i, microbatch in enumerate(microbatches):
             # Launched: with single_auto_sync only the last microbatch's backward all-reduces the gradients.
-            with ddp_sync_context(self.ddp_model, self._ddp_sync_strategy, i == len(microbatches) - 1):
+            with ddp_sync_context(self._synced_model, self._ddp_sync_strategy, i == len(microbatches) - 1):
                 state.batch = microbatch
                 if len(microbatches) > 1:
                     state.batch_num_samples = self._train_spec.get_num_samples_in_batch(microbatch)
@@ -546,7 +569,9 @@ class Trainer:
         limit = subset if subset is not None else evaluator.subset_num_batches
         with torch.no_grad():
             engine.run_event(Event.EVAL_START)
-            for batch in itertools.islice(spec.dataloader, limit):
+            # FSDP: every forward is a collective, so a rank whose share has run out joins the others' passes.
+            pad = None if self.fsdp_config is None else lambda batch: self._padding_forward(spec, batch)
+            for batch in lockstep_batches(itertools.islice(spec.dataloader, limit), pad):
                 if self.device.type != "cpu":
                     batch = batch_to_device(batch, self.device)
                 state.batch = spec.device_transforms(batch)
@@ -566,6 +591,13 @@ class Trainer:
         state.dataloader, state.dataloader_label = self._train_spec.dataloader, "train"
         state.batch = train_batch
         return results
+
+    def _padding_forward(self, spec: DataSpec, batch: Any) -> None:
+        """An evaluation forward pass whose outputs are dropped (no event, no metric): see ``lockstep_batches``."""
+        if self.device.type != "cpu":
+            batch = batch_to_device(batch, self.device)
+        with self._precision_context():
+            self._model.eval_forward(spec.device_transforms(batch))
 
     # ---- prediction and lifetime -------------------------------------------------------------------------------
 
@@ -594,7 +626,8 @@ class Trainer:
         """Saves the training state (or only the weights) to ``path`` now; see ``composer.utils.checkpoint``.
 
         Launched, every rank must call it: rank 0 writes the file (with every rank's random states) and the others
-        wait until it is in place.
+        wait until it is in place. With ``fsdp_config`` the ranks first gather the whole weights and optimizer
+        states onto rank 0, so the file is the one an unsharded run writes.
 
         Returns:
             Path: The file written.

@@ -214,7 +214,10 @@ def save_checkpoint(
 
     Launched on several processes, every rank must call it (the Trainer and ``CheckpointSaver`` do): the ranks'
     random states are gathered into the checkpoint (``'rank_states'``, so that each rank resumes its own), rank 0
-    writes the file, and the others wait until it is in place (or raise if rank 0 could not write it).
+    writes the file, and the others wait until it is in place (or raise if rank 0 could not write it). A model
+    sharded with FSDP (``DTensor`` parameters) is saved whole: every rank joins in gathering each sharded weight and
+    optimizer state (one tensor at a time, onto rank 0's CPU), so the file is the one an unsharded run writes and
+    loads into one process, or into any number of sharded ones.
 
     Args:
         state (State): What to save.
@@ -237,13 +240,14 @@ def save_checkpoint(
     """
     path = Path(path)
     rank_states = None if weights_only else _gather_rank_states(state)
+    unsharded = _gather_sharded_state(state, weights_only)  # FSDP: a collective, before rank 0 goes its own way
     if state.rank != 0:
         error = dist.broadcast_object_list([None])[0]  # rank 0 says whether the file is in place
         if error is not None:
             raise CheckpointError(f"Rank 0 could not write the checkpoint {path}: {error}")
         return path
     try:
-        _write_checkpoint(state, path, weights_only, metadata, rank_states)
+        _write_checkpoint(state, path, weights_only, metadata, rank_states, unsharded)
     except BaseException as e:
         if state.world_size > 1:
             dist.broadcast_object_list([f"{type(e).__name__}: {e}"])
@@ -251,6 +255,74 @@ def save_checkpoint(
     if state.world_size > 1:
         dist.broadcast_object_list([None])
     return path
+
+
+def _gather_sharded_state(state: State, weights_only: bool) -> dict[str, Any] | None:
+    """For a model sharded with FSDP (``DTensor`` parameters): its whole weights and, unless ``weights_only``, its
+    optimizers' states, laid out as an unsharded run's (``state_dict()``: parameters numbered, not named), on rank
+    0's CPU. A collective: every rank gathers each sharded tensor in turn; ranks other than 0 drop them and get
+    None. None for an unsharded model."""
+    if not _is_sharded(state.model):
+        return None
+    keep = state.rank == 0
+    unsharded: dict[str, Any] = {"model": _unshard(_bare_model_state(state.model), keep)}
+    if not weights_only:
+        unsharded["optimizers"] = [_unshard(optimizer.state_dict(), keep) for optimizer in state.optimizers]
+    return unsharded if keep else None
+
+
+def _is_sharded(model: torch.nn.Module) -> bool:
+    """Whether some parameter of ``model`` is a ``DTensor`` (a model sharded with FSDP's ``fully_shard``)."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return False
+    from torch.distributed.tensor import DTensor
+
+    return any(isinstance(p, DTensor) for p in _unwrap_model(model).parameters())
+
+
+def _unshard(value: Any, keep: bool) -> Any:
+    """``value`` with every ``DTensor`` gathered whole (onto the CPU when ``keep``, else dropped), in a fixed order."""
+    from torch.distributed.tensor import DTensor
+
+    if isinstance(value, DTensor):
+        whole = value.full_tensor()
+        return whole.cpu() if keep else None
+    if isinstance(value, Mapping):
+        return {key: _unshard(item, keep) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_unshard(item, keep) for item in value)
+    return value
+
+
+def _shard_like(value: Any, like: Any) -> Any:
+    """A whole tensor cut into this rank's shard the way the ``DTensor`` ``like`` is (every rank holds the same
+    whole tensor, read from the same file, so no communication is needed); anything else as it is."""
+    from torch.distributed.tensor import DTensor, distribute_tensor
+
+    if not isinstance(like, DTensor) or not isinstance(value, torch.Tensor) or isinstance(value, DTensor):
+        return value
+    if value.shape != like.shape:
+        return value
+    return distribute_tensor(value.to(like.device), like.device_mesh, like.placements, src_data_rank=None)
+
+
+def _shard_optimizer_states(state: State, saved: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """Whole optimizer states (from an unsharded or a sharded run's checkpoint) cut to the shards of this rank's
+    sharded parameters: each state tensor shaped like its parameter becomes a ``DTensor`` shard like it."""
+    if len(saved) != len(state.optimizers):
+        return list(saved)  # State.load_state_dict says what does not match
+    sharded = []
+    for optimizer, optimizer_state in zip(state.optimizers, saved):
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        per_param = {
+            index: {
+                key: _shard_like(value, params[index]) if 0 <= index < len(params) else value
+                for key, value in values.items()
+            }
+            for index, values in optimizer_state.get("state", {}).items()
+        }
+        sharded.append({**optimizer_state, "state": per_param})
+    return sharded
 
 
 def _gather_rank_states(state: State) -> list[dict[str, Any]] | None:
@@ -271,6 +343,7 @@ def _write_checkpoint(
     weights_only: bool,
     metadata: Mapping[str, Any] | None,
     rank_states: list[dict[str, Any]] | None,
+    unsharded: dict[str, Any] | None = None,
 ) -> None:
     info = {
         "library": "opencomposer",
@@ -281,6 +354,8 @@ def _write_checkpoint(
         "config": dict(metadata or {}),
     }
     content: dict[str, Any] = {"model": _bare_model_state(state.model)} if weights_only else state.state_dict()
+    if unsharded is not None:
+        content.update(unsharded)  # a sharded model's whole weights and optimizer states, in place of the shards
     if rank_states is not None:
         content["rank_states"] = rank_states
     if path.suffix == ".safetensors":
@@ -619,6 +694,9 @@ def restore_checkpoint(
 ) -> None:
     """Restores a checkpoint from :func:`read_checkpoint` into ``state``.
 
+    Into a model sharded with FSDP (``DTensor`` parameters; shard it before restoring), every rank restores the
+    same file: each keeps its shard of the whole weights and optimizer states, whichever number of ranks saved them.
+
     Args:
         state (State): Restored in place; its optimizers, schedulers, algorithms and callbacks must exist already.
         checkpoint (Mapping): The output of :func:`read_checkpoint`.
@@ -641,6 +719,8 @@ def restore_checkpoint(
     load_model_state(state.model, saved["model"], strict=strict, ignore_keys=ignore_keys)
     if not weights_only:
         rest = {key: value for key, value in saved.items() if key not in ("model", "rank_states")}
+        if "optimizers" in rest and _is_sharded(state.model):
+            rest["optimizers"] = _shard_optimizer_states(state, rest["optimizers"])
         state.load_state_dict({**rest, **_own_rank_states(saved.get("rank_states"), state, path)})
 
 
@@ -733,6 +813,8 @@ def load_model_state(
         )
     if missing or unexpected:
         log.warning("Loaded model weights non-strictly: missing %s, unexpected %s.", _some(missing), _some(unexpected))
+    if _is_sharded(target):  # FSDP: each rank keeps its shard of the whole weights
+        to_load = {key: _shard_like(value, own_state[key]) for key, value in to_load.items()}
     target.load_state_dict(to_load, strict=False)
     return missing, unexpected
 

@@ -64,8 +64,17 @@ def torchrun(scenario: str, folder: Path) -> subprocess.CompletedProcess[str]:
     try:
         stdout, stderr = process.communicate(timeout=JOB_TIMEOUT)
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        stdout, stderr = process.communicate()
+        # torchrun starts its workers in sessions of their own, so killing its group misses them: SIGTERM lets it
+        # stop them itself; whatever is left after that is killed, and the pipes are not waited on for ever.
+        process.terminate()
+        try:
+            stdout, stderr = process.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            try:
+                stdout, stderr = process.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                stdout, stderr = "", "(the workers kept the output pipes open)"
         pytest.fail(f"The 2-rank job {scenario!r} did not end within {JOB_TIMEOUT} s:\n{stderr[-10000:]}")
     return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
