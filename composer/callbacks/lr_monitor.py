@@ -6,6 +6,7 @@ from composer.core.callback import Callback
 from composer.core.hparams import Hparams, hparams
 from composer.core.logging.logger import Logger
 from composer.core.state import State
+from composer.core.time import TimeUnit
 
 __all__ = ["LRMonitor", "LRMonitorHparams"]
 
@@ -56,7 +57,7 @@ class LRMonitor(Callback):
         self._names = _optimizer_names(state)
 
     def after_train_batch(self, state: State, logger: Logger) -> None:
-        batch = state.timer.batch.value
+        batch = state.timer.count(TimeUnit.BATCH)
         if batch == self._last_batch:
             return
         self._last_batch = batch

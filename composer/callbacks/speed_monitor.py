@@ -10,6 +10,7 @@ from composer.core.callback import Callback
 from composer.core.hparams import Hparams, hparams
 from composer.core.logging.logger import Logger
 from composer.core.state import State
+from composer.core.time import TimeUnit
 
 __all__ = ["SpeedMonitor", "SpeedMonitorHparams"]
 
@@ -104,7 +105,7 @@ class SpeedMonitor(Callback):
             self._restart(state)
             return
         timer = state.timer
-        samples, tokens = timer.sample.value, timer.token.value
+        samples, tokens = timer.count(TimeUnit.SAMPLE), timer.count(TimeUnit.TOKEN)
         seconds = now - self._mark
         num_samples, num_tokens = samples - self._samples_at_mark, tokens - self._tokens_at_mark
         self._train_seconds += seconds

@@ -34,6 +34,8 @@ class LogLevel(IntEnum):
     @classmethod
     def parse(cls, value: LogLevel | str | int) -> LogLevel:
         """The level named or numbered by ``value`` (``'batch'``, ``'BATCH'``, ``3``, ``LogLevel.BATCH``)."""
+        if type(value) is cls:  # the common case, on every logged batch
+            return value
         if isinstance(value, str):
             if value.upper() not in cls.__members__:
                 raise ValueError(f"Unknown log level {value!r}; expected one of {[m.name.lower() for m in cls]}.")
@@ -107,7 +109,7 @@ class Logger:
         level = LogLevel.parse(log_level)
         state = self._state
         wanted = [d for d in self.destinations if d.will_log(state, level)]
-        if not wanted:
+        if not wanted:  # most batches: no destination shows this batch's values, so they are never computed
             return
         values = data() if callable(data) else data
         timestamp = state.timer.get_timestamp()
