@@ -665,23 +665,13 @@ class Timer(Serializable):
             Time(0, TimeUnit.BATCH)
         """
         unit = _as_unit(unit)
-        if unit is _EPOCH:
-            return self.epoch
-        if unit is _BATCH:
-            return self.batch
-        if unit is _SAMPLE:
-            return self.sample
-        if unit is _TOKEN:
-            return self.token
-        raise ValueError(
-            "Timer.get('dur') is not possible: the elapsed fraction of training depends on max_duration, which "
-            "the Timer does not know. Use State.get_elapsed_duration() instead."
-        )
+        return _new_time(self.count(unit), unit)
 
-    # ----- advancing -----
-
-    def count(self, unit: TimeUnit) -> int:
+    def count(self, unit: TimeUnit | str) -> int:
         """Returns the counter since the start of training in ``unit`` as a plain int (the loop's cheap check).
+
+        Raises:
+            ValueError: For ``'dur'``, as :meth:`get`.
 
         Example:
             >>> timer = Timer()
@@ -697,7 +687,15 @@ class Timer(Serializable):
             return self._sample
         if unit is _TOKEN:
             return self._token
-        return self.get(unit).value
+        parsed = _as_unit(unit)
+        if parsed is not unit:  # a unit's name or abbreviation
+            return self.count(parsed)
+        raise ValueError(
+            "Timer.get('dur') is not possible: the elapsed fraction of training depends on max_duration, which "
+            "the Timer does not know. Use State.get_elapsed_duration() instead."
+        )
+
+    # ----- advancing -----
 
     def on_batch_complete(self, samples: int | Time[int] = 0, tokens: int | Time[int] = 0) -> None:
         """Advances the clock by one batch of ``samples`` samples and ``tokens`` tokens.
