@@ -1,4 +1,4 @@
-"""The ``composer`` command: ``train``, ``eval``, ``list`` and ``compare`` (run ``composer --help``).
+"""The ``composer`` command: ``train``, ``eval``, ``list``, ``compare`` and ``launch`` (run ``composer --help``).
 
 Also runnable as ``python -m composer.cli``.
 """
