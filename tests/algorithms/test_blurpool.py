@@ -3,8 +3,6 @@ the surgery on our ResNets and torchvision's; BlurPool in the Trainer."""
 
 from __future__ import annotations
 
-import copy
-import importlib.util
 import warnings
 
 import pytest
@@ -203,22 +201,6 @@ def test_surgery_changes_outputs_of_our_resnets_keeping_shapes():
     # 3 strided 3x3 convs and 3 strided shortcuts; the stem keeps its stride and the max pool gets blurred.
     assert sum(isinstance(m, BlurConv2d) for m in model.modules()) == 6
     assert isinstance(model.maxpool, BlurMaxPool2d)
-
-
-_TORCHVISION_RESNETS: dict[str, nn.Module] = {}
-
-
-@pytest.fixture(params=["resnet18", pytest.param("resnet50", marks=pytest.mark.slow)])
-def torchvision_resnet(request: pytest.FixtureRequest) -> nn.Module:
-    if importlib.util.find_spec("torchvision") is None:
-        pytest.skip("torchvision is not installed (pip install 'opencomposer[vision]')")
-    import torchvision
-
-    name = request.param
-    if name not in _TORCHVISION_RESNETS:  # build each once per session; every test gets its own copy
-        torch.manual_seed(0)
-        _TORCHVISION_RESNETS[name] = getattr(torchvision.models, name)(num_classes=10)
-    return copy.deepcopy(_TORCHVISION_RESNETS[name])
 
 
 def test_surgery_on_torchvision_resnets_at_64_pixels(torchvision_resnet: nn.Module):

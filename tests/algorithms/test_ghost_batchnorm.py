@@ -4,7 +4,6 @@ running statistics, evaluation, the surgery on our ResNets and torchvision's; Gh
 from __future__ import annotations
 
 import copy
-import importlib.util
 
 import pytest
 import torch
@@ -154,22 +153,6 @@ def test_surgery_shares_parameters_so_an_existing_optimizer_keeps_training_them(
     params = list(model.parameters())
     out = apply_ghost_batchnorm(model, ghost_batch_size=2)
     assert out is model and all(p is q for p, q in zip(params, model.parameters()))
-
-
-_TORCHVISION_RESNETS: dict[str, nn.Module] = {}
-
-
-@pytest.fixture(params=["resnet18", pytest.param("resnet50", marks=pytest.mark.slow)])
-def torchvision_resnet(request: pytest.FixtureRequest) -> nn.Module:
-    if importlib.util.find_spec("torchvision") is None:
-        pytest.skip("torchvision is not installed (pip install 'opencomposer[vision]')")
-    import torchvision
-
-    name = request.param
-    if name not in _TORCHVISION_RESNETS:  # build each once per session; every test gets its own copy
-        torch.manual_seed(0)
-        _TORCHVISION_RESNETS[name] = getattr(torchvision.models, name)(num_classes=10)
-    return copy.deepcopy(_TORCHVISION_RESNETS[name])
 
 
 def test_surgery_on_torchvision_resnets_at_64_pixels(torchvision_resnet: nn.Module):

@@ -3,9 +3,6 @@ and torchvision's; SqueezeExcite in the Trainer trains the new blocks."""
 
 from __future__ import annotations
 
-import copy
-import importlib.util
-
 import pytest
 import torch
 from torch import nn
@@ -91,22 +88,6 @@ def test_surgery_changes_outputs_of_our_resnets_keeping_shapes():
     assert _changes_outputs_keeping_shapes(cifar_resnet(depth=8).module, 16, min_channels=64) == 1
     # ResNet-18's convs with min(in, out) >= 256: stage 4's 3x3s and shortcut, and stage 3's 256-wide 3x3s.
     assert _changes_outputs_keeping_shapes(imagenet_resnet(depth=18).module, 32, min_channels=256) == 8
-
-
-_TORCHVISION_RESNETS: dict[str, nn.Module] = {}
-
-
-@pytest.fixture(params=["resnet18", pytest.param("resnet50", marks=pytest.mark.slow)])
-def torchvision_resnet(request: pytest.FixtureRequest) -> nn.Module:
-    if importlib.util.find_spec("torchvision") is None:
-        pytest.skip("torchvision is not installed (pip install 'opencomposer[vision]')")
-    import torchvision
-
-    name = request.param
-    if name not in _TORCHVISION_RESNETS:  # build each once per session; every test gets its own copy
-        torch.manual_seed(0)
-        _TORCHVISION_RESNETS[name] = getattr(torchvision.models, name)(num_classes=10)
-    return copy.deepcopy(_TORCHVISION_RESNETS[name])
 
 
 def test_surgery_on_torchvision_resnets_at_64_pixels(torchvision_resnet: nn.Module):

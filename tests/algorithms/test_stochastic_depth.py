@@ -4,7 +4,6 @@ StochasticDepth in the Trainer (drops, warmup, checkpointed generator)."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import importlib.util
 
@@ -25,6 +24,7 @@ from composer.functional import apply_stochastic_depth
 from composer.models import BasicBlock, Bottleneck, ResNet, imagenet_resnet
 from composer.models.resnet_cifar import cifar_resnet
 from composer.trainer import Trainer
+from tests.common.torchvision_models import torchvision_resnet_copy
 
 STOCHASTIC = (StochasticBasicBlock, StochasticBottleneck)
 
@@ -155,22 +155,12 @@ def test_surgery_changes_outputs_of_our_resnets_keeping_shapes():
     assert _changes_outputs_keeping_shapes(small_bottleneck_net, "ResNetBottleneck", 32) == 4
 
 
-_TORCHVISION_RESNETS: dict[str, nn.Module] = {}
-
-
 @pytest.fixture(
     params=[("resnet18", "ResNetBasicBlock"), pytest.param(("resnet50", "ResNetBottleneck"), marks=pytest.mark.slow)]
 )
 def torchvision_resnet(request: pytest.FixtureRequest) -> tuple[nn.Module, str]:
-    if importlib.util.find_spec("torchvision") is None:
-        pytest.skip("torchvision is not installed (pip install 'opencomposer[vision]')")
-    import torchvision
-
     name, target = request.param
-    if name not in _TORCHVISION_RESNETS:  # build each once per session; every test gets its own copy
-        torch.manual_seed(0)
-        _TORCHVISION_RESNETS[name] = getattr(torchvision.models, name)(num_classes=10)
-    return copy.deepcopy(_TORCHVISION_RESNETS[name]), target
+    return torchvision_resnet_copy(name), target
 
 
 def test_surgery_on_torchvision_resnets_at_64_pixels(torchvision_resnet: tuple[nn.Module, str]):

@@ -66,11 +66,11 @@ def _fit(algorithms, model=None, epochs=4, lr=0.1, **kwargs) -> Trainer:
 def test_update_swa_weights_is_the_running_mean():
     layer = torch.nn.Linear(2, 2)
     snapshots = [torch.randn(2, 2, generator=torch.Generator().manual_seed(i)) for i in range(5)]
-    mean = None
-    for n, w in enumerate(snapshots):
+    layer.weight.data.copy_(snapshots[0])
+    mean = update_swa_weights(None, layer, 0)  # the first snapshot starts the mean
+    for n, w in enumerate(snapshots[1:], start=1):
         layer.weight.data.copy_(w)
         mean = update_swa_weights(mean, layer, n)
-    assert mean is not None
     torch.testing.assert_close(mean["weight"], torch.stack(snapshots).mean(dim=0))
     assert not mean["weight"].requires_grad
 
