@@ -129,7 +129,7 @@ class Engine:
         self.state = state
         self.logger = logger
         self.traces: Traces = {}
-        self._plans: dict[Event, _Plan] = {}
+        self._plans: dict[str, _Plan] = {}  # keyed by the event's name: a str hashes faster than an Enum member
         self._bound: dict[int, tuple[Algorithm, _Bound, _Bound]] = {}
         self._closed = False
 
@@ -146,14 +146,14 @@ class Engine:
             event = Event(event)
         state = self.state
         algorithms, callbacks = state.algorithms, state.callbacks
-        plan = self._plans.get(event)
+        plan = self._plans.get(event._name_)
         if (
             plan is None
             or ((plan.algorithms or algorithms) and not _same(plan.algorithms, algorithms))
             or ((plan.callbacks or callbacks) and not _same(plan.callbacks, callbacks))
         ):
             plan = self._make_plan(event, algorithms, callbacks)
-            self._plans[event] = plan
+            self._plans[event._name_] = plan
         if not plan.ordered and not plan.calls:
             return {}
         logger = self.logger

@@ -77,13 +77,17 @@ class ComposerClassifier(ComposerModel):
 
     def forward(self, batch: Batch) -> torch.Tensor:
         """Returns ``module(inputs)``, the logits, for an ``(inputs, targets)`` batch."""
-        inputs, _ = self._inputs_and_targets(batch)
+        if type(batch) in (tuple, list) and len(batch) == 2:  # per step: the usual pair without a helper call
+            inputs = batch[0]
+        else:
+            inputs, _ = self._inputs_and_targets(batch)
         outputs: torch.Tensor = self.module(inputs)
         return outputs
 
     def loss(self, outputs: Any, batch: Batch, *args: Any, **kwargs: Any) -> torch.Tensor:
         """Returns ``loss_fn(outputs, targets, *args, **kwargs)``; targets may be indices or dense."""
-        return self.loss_fn(outputs, self.targets(batch), *args, **kwargs)
+        targets = batch[1] if type(batch) in (tuple, list) and len(batch) == 2 else self.targets(batch)
+        return self.loss_fn(outputs, targets, *args, **kwargs)
 
     def targets(self, batch: Batch) -> Any:
         """Returns the targets of an ``(inputs, targets)`` batch."""

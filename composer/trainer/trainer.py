@@ -212,6 +212,7 @@ class Trainer:
         self._ddp_sync_strategy = DDPSyncStrategy.parse(ddp_sync_strategy)
         # Launched: create the process group first, so that the state's seed and rank are per process.
         self.device = init_distributed(resolve_device(device), dist_timeout)
+        self._moves_batches = self.device.type != "cpu"  # read per batch: a bool is cheaper than torch.device.type
         self.fsdp_config = resolve_fsdp_config(fsdp_config, precision)  # needs the process group: after init
         if precision == Precision.BF16 and self.device.type == "cuda" and not torch.cuda.is_bf16_supported():
             raise ValueError("precision='bf16' but this GPU does not support bfloat16; use 'amp' or 'fp32'.")
@@ -417,7 +418,7 @@ class Trainer:
 
     def _train_batch(self, batch: Any) -> None:
         state, engine, spec = self.state, self.engine, self._train_spec
-        if self.device.type != "cpu":
+        if self._moves_batches:
             batch = batch_to_device(batch, self.device)
         state.batch = spec.device_transforms(batch)
         # Time advances by what the loader produced, before any algorithm resizes or drops samples.
@@ -572,7 +573,7 @@ class Trainer:
             # FSDP: every forward is a collective, so a rank whose share has run out joins the others' passes.
             pad = None if self.fsdp_config is None else lambda batch: self._padding_forward(spec, batch)
             for batch in lockstep_batches(itertools.islice(spec.dataloader, limit), pad):
-                if self.device.type != "cpu":
+                if self._moves_batches:
                     batch = batch_to_device(batch, self.device)
                 state.batch = spec.device_transforms(batch)
                 state.batch_num_samples = spec.get_num_samples_in_batch(state.batch)
@@ -594,7 +595,7 @@ class Trainer:
 
     def _padding_forward(self, spec: DataSpec, batch: Any) -> None:
         """An evaluation forward pass whose outputs are dropped (no event, no metric): see ``lockstep_batches``."""
-        if self.device.type != "cpu":
+        if self._moves_batches:
             batch = batch_to_device(batch, self.device)
         with self._precision_context():
             self._model.eval_forward(spec.device_transforms(batch))
@@ -614,7 +615,7 @@ class Trainer:
         outputs = []
         with torch.no_grad():
             for batch in itertools.islice(spec.dataloader, subset_num_batches):
-                if self.device.type != "cpu":
+                if self._moves_batches:
                     batch = batch_to_device(batch, self.device)
                 with self._precision_context():
                     out = model(spec.device_transforms(batch))
