@@ -78,11 +78,6 @@ def _bind(method: Callable[..., Any], abstract_order: tuple[str, ...]) -> _Bound
     return lambda e, s, lg: method(*((e, s, lg)[i] for i in positions))
 
 
-def _same(cached: tuple[Any, ...], current: Sequence[Any]) -> bool:
-    """Whether ``current`` holds the very objects of ``cached``, in order (identity, not equality)."""
-    return len(cached) == len(current) and all(map(operator.is_, cached, current))
-
-
 class _Plan:
     """The dispatch plan for one event, valid while the algorithm and callback lists are unchanged."""
 
@@ -128,6 +123,10 @@ class Engine:
             logger = Logger(state)
         self.state = state
         self.logger = logger
+        # The State keeps these two list objects for its lifetime (assigning replaces their contents), so they are
+        # read once here instead of through its properties at every event.
+        self._algorithms = state.algorithms
+        self._callbacks = state.callbacks
         self.traces: Traces = {}
         self._plans: dict[str, _Plan] = {}  # keyed by the event's name: a str hashes faster than an Enum member
         self._bound: dict[int, tuple[Algorithm, _Bound, _Bound]] = {}
@@ -144,19 +143,27 @@ class Engine:
         """
         if type(event) is not Event:
             event = Event(event)
-        state = self.state
-        algorithms, callbacks = state.algorithms, state.callbacks
+        algorithms, callbacks = self._algorithms, self._callbacks
         plan = self._plans.get(event._name_)
+        # Reuse the plan while both lists hold the very objects it was made for (inlined: this runs at every event).
         if (
             plan is None
-            or ((plan.algorithms or algorithms) and not _same(plan.algorithms, algorithms))
-            or ((plan.callbacks or callbacks) and not _same(plan.callbacks, callbacks))
+            or (
+                (plan.algorithms or algorithms)
+                and not (
+                    len(plan.algorithms) == len(algorithms) and all(map(operator.is_, plan.algorithms, algorithms))
+                )
+            )
+            or (
+                (plan.callbacks or callbacks)
+                and not (len(plan.callbacks) == len(callbacks) and all(map(operator.is_, plan.callbacks, callbacks)))
+            )
         ):
             plan = self._make_plan(event, algorithms, callbacks)
             self._plans[event._name_] = plan
         if not plan.ordered and not plan.calls:
             return {}
-        logger = self.logger
+        state, logger = self.state, self.logger
         if event is Event.INIT:
             self._run_callbacks(plan, event)
             traces = self._run_algorithms(plan, event, state, logger)

@@ -36,6 +36,7 @@ from composer.trainer.distributed import (
     distribute_evaluator,
     distribute_train_data,
     init_distributed,
+    is_launched,
     lockstep_batches,
     rank_zero_destinations,
     seed_rank,
@@ -213,6 +214,7 @@ class Trainer:
         # Launched: create the process group first, so that the state's seed and rank are per process.
         self.device = init_distributed(resolve_device(device), dist_timeout)
         self._moves_batches = self.device.type != "cpu"  # read per batch: a bool is cheaper than torch.device.type
+        self._launched = is_launched()
         self.fsdp_config = resolve_fsdp_config(fsdp_config, precision)  # needs the process group: after init
         if precision == Precision.BF16 and self.device.type == "cuda" and not torch.cuda.is_bf16_supported():
             raise ValueError("precision='bf16' but this GPU does not support bfloat16; use 'amp' or 'fp32'.")
@@ -435,12 +437,16 @@ class Trainer:
 
         loss = self._optimizer_step()
         state.loss = loss
-        self.logger.metric_batch({"loss/train": loss})
+        if self.logger.destinations:  # per batch: skip building the values when nobody logs
+            self.logger.metric_batch({"loss/train": loss})
 
-        state.timer.on_batch_complete(*batch_totals(spec, num_samples, num_tokens))  # launched: all ranks' samples
+        if self._launched:  # all ranks' samples and tokens
+            num_samples, num_tokens = batch_totals(spec, num_samples, num_tokens)
+        state.timer.on_batch_complete(num_samples, num_tokens or 0)
         self._schedulers.step_batch()
         engine.run_event(Event.BATCH_END)
-        self._eval_due(TimeUnit.BATCH)
+        if state.evaluators:
+            self._eval_due(TimeUnit.BATCH)
         engine.run_event(Event.BATCH_CHECKPOINT)
 
     def _optimizer_step(self) -> torch.Tensor:

@@ -104,11 +104,15 @@ class Logger:
             data (LogData | Callable[[], LogData]): The values, or a function computing them; it is called only if
                 some destination will log them, and at most once.
         """
-        if not self.destinations:
-            return
-        level = LogLevel.parse(log_level)
+        if self.destinations:
+            self._log(LogLevel.parse(log_level), data)
+
+    def _log(self, level: LogLevel, data: LogData | Callable[[], LogData]) -> None:
         state = self._state
-        wanted = [d for d in self.destinations if d.will_log(state, level)]
+        wanted: list[LoggerDestination] = []
+        for destination in self.destinations:
+            if destination.will_log(state, level):
+                wanted.append(destination)
         if not wanted:  # most batches: no destination shows this batch's values, so they are never computed
             return
         values = data() if callable(data) else data
@@ -116,17 +120,22 @@ class Logger:
         for destination in wanted:
             destination.log_metric(timestamp, level, dict(values))
 
+    # The level is known: these skip parsing it (metric_batch runs several times per batch).
+
     def metric_fit(self, data: LogData | Callable[[], LogData]) -> None:
         """Logs ``data`` at :attr:`LogLevel.FIT`."""
-        self.metric(LogLevel.FIT, data)
+        if self.destinations:
+            self._log(LogLevel.FIT, data)
 
     def metric_epoch(self, data: LogData | Callable[[], LogData]) -> None:
         """Logs ``data`` at :attr:`LogLevel.EPOCH`."""
-        self.metric(LogLevel.EPOCH, data)
+        if self.destinations:
+            self._log(LogLevel.EPOCH, data)
 
     def metric_batch(self, data: LogData | Callable[[], LogData]) -> None:
         """Logs ``data`` at :attr:`LogLevel.BATCH`."""
-        self.metric(LogLevel.BATCH, data)
+        if self.destinations:
+            self._log(LogLevel.BATCH, data)
 
     def log_images(self, name: str, images: Any, log_level: LogLevel | str | int = LogLevel.BATCH) -> None:
         """Hands ``images`` ((C, H, W) or (N, C, H, W), floats in [0, 1]) to each destination logging ``log_level``."""
