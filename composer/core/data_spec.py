@@ -90,10 +90,15 @@ def num_samples_in_batch(batch: Batch) -> int:
         >>> num_samples_in_batch({"input_ids": torch.zeros(4, 16), "names": ["a", "b", "c", "d"], "step": 3})
         4
     """
-    if type(batch) in (tuple, list):  # the common (inputs, targets) batch: no paths needed unless sizes disagree
-        sizes = {item.shape[0] if type(item) is torch.Tensor and item.ndim > 0 else -1 for item in batch}
-        if len(sizes) == 1 and -1 not in sizes:
-            return int(sizes.pop())
+    if type(batch) in (tuple, list) and batch:  # the common (inputs, targets) batch: paths only if sizes disagree
+        size = -1
+        for item in batch:  # a loop, not a comprehension: this runs every batch
+            if type(item) is not torch.Tensor or item.ndim == 0 or (size >= 0 and item.shape[0] != size):
+                size = -1
+                break
+            size = item.shape[0]
+        if size >= 0:
+            return int(size)
     leaves = list(_batched_leaves(batch, "batch"))
     if not leaves:
         raise ValueError(
@@ -258,8 +263,8 @@ def num_tokens_in_batch(batch: Batch) -> int | None:
         >>> num_tokens_in_batch((torch.zeros(2, 3), torch.zeros(2))) is None
         True
     """
-    if not isinstance(batch, Mapping) or "input_ids" not in batch:
-        return None
+    if type(batch) in (tuple, list) or not isinstance(batch, Mapping) or "input_ids" not in batch:
+        return None  # (the first test spares the usual pair the slower Mapping check)
     attention_mask = batch.get("attention_mask")
     if attention_mask is not None:
         return _count_nonzero(attention_mask)

@@ -13,6 +13,7 @@ from composer.core.algorithm import Algorithm
 from composer.core.callback import Callback
 from composer.core.event import Event
 from composer.core.passes import order_algorithms
+from composer.core.watched_list import WatchedList
 
 if TYPE_CHECKING:
     from composer.core.logging.logger import Logger
@@ -114,6 +115,9 @@ class Engine:
 
     Attributes:
         traces (Traces): The latest :class:`Trace` of each algorithm at each event, over the whole run.
+        listening (dict[Event, bool]): False for an event that last ran with nobody to call, until
+            ``state.algorithms`` or ``state.callbacks`` change. The Trainer's per-batch loop skips such events: the
+            call would do nothing.
     """
 
     def __init__(self, state: State, logger: Logger | None = None) -> None:
@@ -128,9 +132,15 @@ class Engine:
         self._algorithms = state.algorithms
         self._callbacks = state.callbacks
         self.traces: Traces = {}
-        self._plans: dict[str, _Plan] = {}  # keyed by the event's name: a str hashes faster than an Enum member
+        self._plans: dict[Event, _Plan] = {}
         self._bound: dict[int, tuple[Algorithm, _Bound, _Bound]] = {}
         self._closed = False
+        # listening[event] is False once the event ran and found nobody to call; it turns True again whenever the
+        # algorithms or callbacks change. A loop may skip run_event where it is False: the call would do nothing.
+        self.listening: dict[Event, bool] = dict.fromkeys(Event, True)
+        for watched in (self._algorithms, self._callbacks):
+            if isinstance(watched, WatchedList):
+                watched.watchers.append(self._lists_changed)
 
     def run_event(self, event: Event | str) -> Traces:
         """Runs the algorithms and callbacks for ``event``.
@@ -144,7 +154,7 @@ class Engine:
         if type(event) is not Event:
             event = Event(event)
         algorithms, callbacks = self._algorithms, self._callbacks
-        plan = self._plans.get(event._name_)
+        plan = self._plans.get(event)
         # Reuse the plan while both lists hold the very objects it was made for (inlined: this runs at every event).
         if (
             plan is None
@@ -160,8 +170,9 @@ class Engine:
             )
         ):
             plan = self._make_plan(event, algorithms, callbacks)
-            self._plans[event._name_] = plan
+            self._plans[event] = plan
         if not plan.ordered and not plan.calls:
+            self.listening[event] = False
             return {}
         state, logger = self.state, self.logger
         if event is Event.INIT:
@@ -172,6 +183,11 @@ class Engine:
             if plan.calls:
                 self._run_callbacks(plan, event)
         return traces
+
+    def _lists_changed(self) -> None:
+        # Until each event runs again and finds out, assume someone handles it.
+        for event in self.listening:
+            self.listening[event] = True
 
     def _run_algorithms(self, plan: _Plan, event: Event, state: State, logger: Logger) -> Traces:
         traces: Traces = {}

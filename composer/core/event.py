@@ -111,6 +111,10 @@ class Event(Enum, metaclass=_EventMeta):
     EVAL_BATCH_END = "eval_batch_end"
     EVAL_END = "eval_end"
 
+    # Members are singletons compared by identity, so the identity hash agrees with ==; unlike Enum's own
+    # ``hash(self._name_)`` it runs no Python code, and the engine looks events up in dicts at every one of them.
+    __hash__ = object.__hash__
+
     @classmethod
     def _missing_(cls, value: object) -> Event | None:
         # Case-insensitive lookup by name or value; old aliases resolve with a warning.

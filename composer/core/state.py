@@ -14,6 +14,7 @@ import torch
 from composer.core.precision import Precision
 from composer.core.serializable import Serializable
 from composer.core.time import Time, Timer, TimeUnit
+from composer.core.watched_list import WatchedList
 
 if TYPE_CHECKING:
     from composer.core.algorithm import Algorithm
@@ -118,8 +119,9 @@ class State(Serializable):
         self._precision = Precision(precision)
         self._optimizers: list[torch.optim.Optimizer] = _as_list(optimizers)
         self._schedulers: list[Any] = _as_list(schedulers)
-        self._algorithms: list[Algorithm] = list(algorithms)
-        self._callbacks: list[Callback] = list(callbacks)
+        # Watched: the engine re-plans its dispatch when either list changes.
+        self._algorithms: WatchedList[Algorithm] = WatchedList(algorithms)
+        self._callbacks: WatchedList[Callback] = WatchedList(callbacks)
         self.device = torch.device(device) if device is not None else torch.device("cpu")
         self.rng = torch.Generator()
         self.rng.manual_seed(self.seed)

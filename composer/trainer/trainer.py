@@ -292,6 +292,8 @@ class Trainer:
         if self.fsdp_config is not None:  # shard before loading (load_path, autoresume): the parameters change
             prepare_fsdp_module(model, self.fsdp_config, self.state.optimizers, sync_module_states=True)
         self._precision_context = precision_context(precision, self.device)
+        # Training's forward and loss: None runs them as they are (fp32), without entering a context per batch.
+        self._autocast = None if precision == Precision.FP32 else self._precision_context
         self.state.scaler = make_grad_scaler(precision, self.device)
         # Read back from the state: an algorithm (ScaleSchedule) may have set the ratio at INIT.
         self._schedulers = TrainerSchedulers(
@@ -419,7 +421,9 @@ class Trainer:
         engine.run_event(Event.FIT_END)
 
     def _train_batch(self, batch: Any) -> None:
-        state, engine, spec = self.state, self.engine, self._train_spec
+        # Per batch, an event that nobody handles (engine.listening[event] is False) is not even called: the call
+        # would do nothing, and a dozen calls per batch are a measurable share of a small model's step.
+        state, engine, spec, listening = self.state, self.engine, self._train_spec, self.engine.listening
         if self._moves_batches:
             batch = batch_to_device(batch, self.device)
         state.batch = spec.device_transforms(batch)
@@ -432,8 +436,10 @@ class Trainer:
                 "count. Give dict batches with 'input_ids', or pass DataSpec(get_num_tokens_in_batch=...)."
             )
         state.batch_num_samples, state.batch_num_tokens = num_samples, num_tokens or 0
-        engine.run_event(Event.AFTER_DATALOADER)
-        engine.run_event(Event.BATCH_START)
+        if listening[Event.AFTER_DATALOADER]:
+            engine.run_event(Event.AFTER_DATALOADER)
+        if listening[Event.BATCH_START]:
+            engine.run_event(Event.BATCH_START)
 
         loss = self._optimizer_step()
         state.loss = loss
@@ -444,10 +450,12 @@ class Trainer:
             num_samples, num_tokens = batch_totals(spec, num_samples, num_tokens)
         state.timer.on_batch_complete(num_samples, num_tokens or 0)
         self._schedulers.step_batch()
-        engine.run_event(Event.BATCH_END)
+        if listening[Event.BATCH_END]:
+            engine.run_event(Event.BATCH_END)
         if state.evaluators:
             self._eval_due(TimeUnit.BATCH)
-        engine.run_event(Event.BATCH_CHECKPOINT)
+        if listening[Event.BATCH_CHECKPOINT]:
+            engine.run_event(Event.BATCH_CHECKPOINT)
 
     def _optimizer_step(self) -> torch.Tensor:
         """Forward, loss and backward for the batch, then the update; returns the batch's loss."""
@@ -469,9 +477,9 @@ class Trainer:
 
     def _train_microbatches(self) -> torch.Tensor:
         """BEFORE_TRAIN_BATCH ... AFTER_TRAIN_BATCH: the gradient of the whole batch, as the sum over microbatches."""
-        state, engine = self.state, self.engine
-        model, scaler = self._model, state.scaler
-        engine.run_event(Event.BEFORE_TRAIN_BATCH)
+        state, engine, listening = self.state, self.engine, self.engine.listening
+        if listening[Event.BEFORE_TRAIN_BATCH]:
+            engine.run_event(Event.BEFORE_TRAIN_BATCH)
         for optimizer in state.optimizers:
             optimizer.zero_grad(set_to_none=True)
         full_batch, full_samples = state.batch, state.batch_num_samples
@@ -482,39 +490,63 @@ class Trainer:
             microbatches = self._train_spec.split_batch(full_batch, state.grad_accum)
             full_samples = sum(self._train_spec.get_num_samples_in_batch(mb) for mb in microbatches)
         total_loss: torch.Tensor | None = None
-        forward = state.model if self.ddp_model is None else self.ddp_model  # DDP's forward prepares its all-reduce
+        last = len(microbatches) - 1
         for i, microbatch in enumerate(microbatches):
-            # Launched: with single_auto_sync only the last microbatch's backward all-reduces the gradients.
-            with ddp_sync_context(self._synced_model, self._ddp_sync_strategy, i == len(microbatches) - 1):
-                state.batch = microbatch
-                if len(microbatches) > 1:
-                    state.batch_num_samples = self._train_spec.get_num_samples_in_batch(microbatch)
-                engine.run_event(Event.BEFORE_FORWARD)
-                with self._precision_context():
-                    state.outputs = forward(state.batch)
-                engine.run_event(Event.AFTER_FORWARD)
-                engine.run_event(Event.BEFORE_LOSS)
-                with self._precision_context():
-                    state.loss = model.loss(state.outputs, state.batch)
-                if len(microbatches) > 1:
-                    # Weight by sample count so uneven microbatches add up to the full batch's mean loss.
-                    state.loss = _weighted(state.loss, state.batch_num_samples / full_samples)
-                engine.run_event(Event.AFTER_LOSS)
-                engine.run_event(Event.BEFORE_BACKWARD)
-                loss = _sum_losses(state.loss)
-                (scaler.scale(loss) if scaler is not None else loss).backward(create_graph=self._create_graph)
-                engine.run_event(Event.AFTER_BACKWARD)
-                loss = loss.detach()
-                total_loss = loss if total_loss is None else total_loss + loss
+            state.batch = microbatch
+            if last:
+                state.batch_num_samples = self._train_spec.get_num_samples_in_batch(microbatch)
+            if i == last:  # the only or last microbatch: its backward synchronises the gradients (launched)
+                loss = self._train_microbatch(full_samples if last else None)
+            else:  # launched with single_auto_sync: the others only accumulate
+                with ddp_sync_context(self._synced_model, self._ddp_sync_strategy, is_final_microbatch=False):
+                    loss = self._train_microbatch(full_samples)
+            total_loss = loss if total_loss is None else total_loss + loss
         assert total_loss is not None
         state.batch, state.batch_num_samples, state.loss = full_batch, full_samples, total_loss
-        if scaler is not None:
+        if state.scaler is not None:
             for optimizer in state.optimizers:
-                scaler.unscale_(optimizer)
+                state.scaler.unscale_(optimizer)
         if self.grad_clip_norm is not None:
-            apply_gradient_clipping(model.parameters(), "norm", self.grad_clip_norm)
-        engine.run_event(Event.AFTER_TRAIN_BATCH)
+            apply_gradient_clipping(self._model.parameters(), "norm", self.grad_clip_norm)
+        if listening[Event.AFTER_TRAIN_BATCH]:
+            engine.run_event(Event.AFTER_TRAIN_BATCH)
         return total_loss
+
+    def _train_microbatch(self, full_samples: int | None) -> torch.Tensor:
+        """BEFORE_FORWARD ... AFTER_BACKWARD for ``state.batch``; returns its (detached) loss.
+
+        With ``full_samples`` (one of several microbatches), the loss is weighted by the microbatch's share of them.
+        """
+        state, engine, listening, scaler = self.state, self.engine, self.engine.listening, self.state.scaler
+        forward = state.model if self.ddp_model is None else self.ddp_model  # DDP's forward prepares its all-reduce
+        if listening[Event.BEFORE_FORWARD]:
+            engine.run_event(Event.BEFORE_FORWARD)
+        if self._autocast is None:
+            state.outputs = forward(state.batch)
+        else:
+            with self._autocast():
+                state.outputs = forward(state.batch)
+        if listening[Event.AFTER_FORWARD]:
+            engine.run_event(Event.AFTER_FORWARD)
+        if listening[Event.BEFORE_LOSS]:
+            engine.run_event(Event.BEFORE_LOSS)
+        if self._autocast is None:
+            state.loss = self._model.loss(state.outputs, state.batch)
+        else:
+            with self._autocast():
+                state.loss = self._model.loss(state.outputs, state.batch)
+        if full_samples is not None:
+            # Weight by sample count so uneven microbatches add up to the full batch's mean loss.
+            state.loss = _weighted(state.loss, state.batch_num_samples / full_samples)
+        if listening[Event.AFTER_LOSS]:
+            engine.run_event(Event.AFTER_LOSS)
+        if listening[Event.BEFORE_BACKWARD]:
+            engine.run_event(Event.BEFORE_BACKWARD)
+        loss = state.loss if isinstance(state.loss, torch.Tensor) else _sum_losses(state.loss)
+        (scaler.scale(loss) if scaler is not None else loss).backward(create_graph=self._create_graph)
+        if listening[Event.AFTER_BACKWARD]:
+            engine.run_event(Event.AFTER_BACKWARD)
+        return loss.detach()
 
     # ---- evaluation --------------------------------------------------------------------------------------------
 

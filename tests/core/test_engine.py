@@ -208,3 +208,27 @@ def test_run_event_accepts_strings():
 def test_default_logger_has_no_destinations():
     engine = Engine(make_state())
     assert isinstance(engine.logger, Logger) and engine.logger.destinations == []
+
+
+def test_listening_turns_false_for_unhandled_events_and_true_again_when_the_lists_change():
+    state = make_state()
+    engine = Engine(state)
+    assert all(engine.listening.values())  # nothing ran yet: unknown, so assumed handled
+    engine.run_event(Event.BATCH_START)
+    engine.run_event(Event.AFTER_LOSS)
+    assert engine.listening[Event.BATCH_START] is False and engine.listening[Event.AFTER_LOSS] is False
+    state.callbacks.append(EventRecorder())
+    assert engine.listening[Event.BATCH_START] is True and engine.listening[Event.AFTER_LOSS] is True
+    engine.run_event(Event.BATCH_START)
+    assert engine.listening[Event.BATCH_START] is True  # the recorder handles it
+    state.callbacks = []
+    engine.run_event(Event.BATCH_START)
+    assert engine.listening[Event.BATCH_START] is False
+
+
+def test_events_hash_by_identity_and_survive_pickling():
+    import pickle
+
+    table = {event: event.value for event in Event}
+    assert all(table[pickle.loads(pickle.dumps(event))] == event.value for event in Event)
+    assert Event("batch_end") is Event.BATCH_END and hash(Event.BATCH_END) == hash(Event("batch_end"))

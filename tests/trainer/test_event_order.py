@@ -3,7 +3,7 @@
 import torch
 
 from composer import Trainer
-from composer.core import Algorithm, Event
+from composer.core import Algorithm, Callback, Event
 from tests.common import EventRecorder, SimpleModel, make_dataloader
 
 E = Event
@@ -181,3 +181,28 @@ def test_algorithms_see_events_in_the_same_order():
         progress_bar=False,
     ).fit()
     assert seen == recorder.events
+
+
+def test_a_callback_added_mid_batch_sees_the_rest_of_that_batch():
+    # Events nobody handles are skipped (after the first batch found them quiet); a listener added in the middle of
+    # a later batch must still be reached at once.
+    late = EventRecorder()
+
+    class AddInSecondBatch(Callback):  # handles AFTER_FORWARD only, so every other event is quiet until then
+        def after_forward(self, state, logger):
+            if int(state.timer.batch) == 1 and late not in state.callbacks:
+                state.callbacks.append(late)
+
+    torch.manual_seed(0)
+    model = SimpleModel()
+    Trainer(
+        model=model,
+        train_dataloader=make_dataloader(num_samples=8, batch_size=4),
+        max_duration="2ba",
+        optimizers=torch.optim.SGD(model.parameters(), lr=0.1),
+        callbacks=[AddInSecondBatch()],
+        progress_bar=False,
+    ).fit()
+    after_forward = MICROBATCH.index(E.AFTER_FORWARD)
+    rest_of_batch = [*MICROBATCH[after_forward + 1 :], E.AFTER_TRAIN_BATCH, E.BATCH_END, E.BATCH_CHECKPOINT]
+    assert late.events == [*rest_of_batch, E.EPOCH_END, E.EPOCH_CHECKPOINT, E.FIT_END]
