@@ -175,13 +175,18 @@ class Engine:
             self.listening[event] = False
             return {}
         state, logger = self.state, self.logger
-        if event is Event.INIT:
-            self._run_callbacks(plan, event)
+        traces: Traces = {}
+        if plan.ordered and event is not Event.INIT:
             traces = self._run_algorithms(plan, event, state, logger)
-        else:
-            traces = self._run_algorithms(plan, event, state, logger) if plan.ordered else {}
-            if plan.calls:
-                self._run_callbacks(plan, event)
+        for call in plan.calls:  # inline, not a method: this runs at every event that someone handles
+            try:
+                call(state, logger)
+            except Exception as e:
+                owner = getattr(call, "__self__", None)
+                e.add_note(f"Raised by callback {type(owner).__name__} at Event.{event.name}.")
+                raise
+        if event is Event.INIT:  # at INIT the callbacks run first, so that loggers exist before algorithms log
+            traces = self._run_algorithms(plan, event, state, logger)
         return traces
 
     def _lists_changed(self) -> None:
@@ -205,16 +210,6 @@ class Engine:
         if traces:
             self.traces.update(traces)
         return traces
-
-    def _run_callbacks(self, plan: _Plan, event: Event) -> None:
-        state, logger = self.state, self.logger
-        for call in plan.calls:
-            try:
-                call(state, logger)
-            except Exception as e:
-                owner = getattr(call, "__self__", None)
-                e.add_note(f"Raised by callback {type(owner).__name__} at Event.{event.name}.")
-                raise
 
     def _make_plan(self, event: Event, algorithms: Sequence[Algorithm], callbacks: Sequence[Callback]) -> _Plan:
         ordered = [self._bind_algorithm(a) for a in order_algorithms(algorithms, event)]
