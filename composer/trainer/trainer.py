@@ -25,7 +25,6 @@ from composer.core.time import Time, TimeUnit
 from composer.loggers.console import ConsoleLogger
 from composer.loggers.progress_bar import ProgressBarLogger
 from composer.models.base import ComposerModel
-from composer.optim.decoupled_weight_decay import DecoupledAdamW, DecoupledSGDW
 from composer.trainer.checkpointing import Checkpointing, epoch_batches, run_config
 from composer.trainer.devices import batch_to_device, resolve_device
 from composer.trainer.distributed import (
@@ -52,11 +51,6 @@ from composer.utils.module_surgery import update_optimizer_params
 from composer.utils.seeding import configure_deterministic_mode, new_seed, seed_all
 
 __all__ = ["Trainer"]
-
-# Optimizers whose step(closure) evaluates the closure exactly once, then updates (the exact classes: a subclass may
-# re-evaluate it, as SAM does). For these, training the batch and then calling step() is the same, minus the
-# closure's machinery at every batch.
-_CLOSURE_ONCE = (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW, DecoupledSGDW, DecoupledAdamW)
 
 log = logging.getLogger(__name__)
 
@@ -467,7 +461,7 @@ class Trainer:
         """Forward, loss and backward for the batch, then the update; returns the batch's loss."""
         state = self.state
         optimizers, scaler = state.optimizers, state.scaler
-        if scaler is None and len(optimizers) == 1 and type(optimizers[0]) not in _CLOSURE_ONCE:
+        if scaler is None and len(optimizers) == 1:
             # A closure lets optimizers that re-evaluate the loss (SAM, LBFGS) re-run the batch's events.
             loss = optimizers[0].step(self._train_microbatches)  # type: ignore[arg-type]
             return loss if isinstance(loss, torch.Tensor) else torch.as_tensor(state.loss)

@@ -331,33 +331,3 @@ def test_deterministic_mode_turns_on_deterministic_kernels():
         assert torch.are_deterministic_algorithms_enabled()
     finally:
         torch.use_deterministic_algorithms(False)
-
-
-@pytest.mark.parametrize("optimizer_class", [torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW])
-def test_optimizers_that_take_the_closure_once_train_the_same_without_it(optimizer_class):
-    # The exact torch classes are stepped after the batch, without a closure; a subclass (which might re-evaluate
-    # the closure, as SAM does) gets the closure. Both must give the same weights.
-    class ViaClosure(optimizer_class):
-        calls = 0
-
-        def step(self, closure=None):
-            assert closure is not None
-            ViaClosure.calls += 1
-            return super().step(closure)
-
-    weights = []
-    for cls in (optimizer_class, ViaClosure):
-        torch.manual_seed(0)
-        model = SimpleModel()
-        Trainer(
-            model=model,
-            train_dataloader=make_dataloader(num_samples=16, batch_size=4),
-            max_duration="2ep",
-            optimizers=cls(model.parameters(), lr=0.05),
-            progress_bar=False,
-            seed=0,
-        ).fit()
-        weights.append([p.detach().clone() for p in model.parameters()])
-    assert ViaClosure.calls == 8
-    for direct, via_closure in zip(*weights, strict=True):
-        torch.testing.assert_close(direct, via_closure, rtol=0, atol=0)
