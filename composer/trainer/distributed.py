@@ -401,9 +401,6 @@ def wrap_ddp(
     return DistributedDataParallel(model, device_ids=device_ids, find_unused_parameters=find_unused_parameters)
 
 
-_SYNC = contextlib.nullcontext()  # stateless: entering it does nothing
-
-
 def ddp_sync_context(
     model: torch.nn.Module | None, strategy: DDPSyncStrategy, is_final_microbatch: bool
 ) -> contextlib.AbstractContextManager[Any]:
@@ -419,7 +416,7 @@ def ddp_sync_context(
         ...     pass
     """
     if model is None or is_final_microbatch or strategy is DDPSyncStrategy.MULTI_AUTO_SYNC:
-        return _SYNC  # runs per microbatch: one shared do-nothing context
+        return contextlib.nullcontext()
     if isinstance(model, DistributedDataParallel):
         return model.no_sync()
     return _fsdp_no_sync(model)

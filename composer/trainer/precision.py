@@ -30,8 +30,7 @@ def precision_context(
         torch.bfloat16
     """
     if precision == Precision.FP32:
-        nothing = contextlib.nullcontext()  # stateless, so one object serves every forward and loss
-        return lambda: nothing
+        return contextlib.nullcontext
     dtype = torch.bfloat16 if precision == Precision.BF16 else torch.float16
     return lambda: torch.autocast(device_type=device.type, dtype=dtype)
 
