@@ -40,6 +40,10 @@ LR, MOMENTUM = 0.1, 0.9
 FAULT_BATCH = 3
 
 
+# The files the plain run's checkpoints (save_interval="4ba", 12 batches over 2 epochs) leave in its folder.
+CHECKPOINT_FILES = ["ep0-ba4-rank0.pt", "ep1-ba12-rank0.pt", "ep1-ba8-rank0.pt", "ep2-ba12-rank0.pt", "latest-rank0.pt"]
+
+
 def make_data(num_samples: int, seed: int) -> TensorDataset:
     """Seeded Gaussian features with labels from a fixed linear map (as tests.common.make_dataloader)."""
     g = torch.Generator().manual_seed(seed)

@@ -124,13 +124,7 @@ def test_evaluation_on_37_samples_equals_one_process(job):
 @pytest.mark.dist
 def test_checkpoints_are_written_once_and_resume_exactly(job):
     folder = job["folder"] / "checkpoints"
-    assert sorted(p.name for p in folder.iterdir()) == [
-        "ep0-ba4-rank0.pt",
-        "ep1-ba12-rank0.pt",
-        "ep1-ba8-rank0.pt",
-        "ep2-ba12-rank0.pt",
-        "latest-rank0.pt",
-    ]
+    assert sorted(p.name for p in folder.iterdir()) == worker.CHECKPOINT_FILES
     # Each rank's random states are in the file, so that each resumes its own.
     rank_states = read_checkpoint(folder / "ep0-ba4-rank0.pt")["state"]["rank_states"]
     assert len(rank_states) == 2
