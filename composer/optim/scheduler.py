@@ -43,12 +43,14 @@ import abc
 import functools
 import inspect
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 import torch
 from torch.optim.lr_scheduler import LambdaLR, LRScheduler
 
 from composer.core.hparams import Hparams, hparams
+from composer.core.state import State  # re-exported: the seed lists State, Time and TimeUnit in this module
+from composer.core.time import Time, TimeUnit
 from composer.optim.scheduler_functions import (  # argument checks shared with the Hparams below
     _check_at_least,
     _check_factors,
@@ -68,9 +70,6 @@ from composer.optim.scheduler_functions import (  # argument checks shared with 
     step_scheduler,
 )
 
-if TYPE_CHECKING:
-    from composer.core.state import State
-
 __all__ = [
     "SCHEDULERS",
     "ComposerScheduler",
@@ -86,7 +85,10 @@ __all__ = [
     "MultiStepWithWarmupLRHparams",
     "PolynomialLRHparams",
     "SchedulerHparams",
+    "State",
     "StepLRHparams",
+    "Time",
+    "TimeUnit",
     "compile",
     "constant_scheduler",
     "cosine_annealing_scheduler",

@@ -536,3 +536,22 @@ def test_hparams_errors_name_the_field() -> None:
         CosineAnnealingWarmRestartsHparams(t_mult=-1.0)
     with pytest.raises(ValueError, match=r"gamma=-0.5"):
         StepLRHparams(step_size="1ep", gamma=-0.5)
+
+
+def test_module_exposes_the_core_time_and_state_classes() -> None:
+    # Seed 003 lists State, Time and TimeUnit among the classes of composer.optim.scheduler: they are the core
+    # classes re-exported, so annotations and isinstance checks written against either path agree.
+    import composer.core
+    from composer.optim.scheduler import State as SchedulerState
+    from composer.optim.scheduler import Time as SchedulerTime
+    from composer.optim.scheduler import TimeUnit as SchedulerTimeUnit
+
+    assert SchedulerState is composer.core.State
+    assert SchedulerTime is composer.core.Time
+    assert SchedulerTimeUnit is composer.core.TimeUnit
+    assert {"State", "Time", "TimeUnit"} <= set(sched.__all__)
+    # The re-exports do not leak into the optim package's own namespace, which lists optimizers and schedulers only.
+    import composer.optim
+
+    assert not {"State", "Time", "TimeUnit"} & set(composer.optim.__all__)
+    assert constant_scheduler(make_state(), total_time=SchedulerTime(5, SchedulerTimeUnit.EPOCH)) == 1.0
