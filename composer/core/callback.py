@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 from typing import TYPE_CHECKING
 
 from composer.core.serializable import Serializable
@@ -14,13 +15,16 @@ if TYPE_CHECKING:
 __all__ = ["Callback"]
 
 
-class Callback(Serializable):
+class Callback(Serializable, abc.ABC):
     """Base class for callbacks: one no-op method per :class:`~composer.core.event.Event`, named ``event.value``.
 
     Callbacks observe; they do not change the :class:`~composer.core.state.State` (algorithms do that). The one
     sanctioned exception is ending the run with :meth:`State.stop_training`. Override the methods of the events you
     need, or override :meth:`run_event` to handle every event in one place (the per-event methods are then no longer
     called unless ``run_event`` calls them).
+
+    As in the seed, the class derives from :class:`abc.ABC` to mark it as a base to subclass, yet declares no abstract
+    method: every hook has a no-op default, so a subclass that overrides none of them is still instantiable.
 
     Example:
         >>> from composer import Callback, Event, Trainer
