@@ -13,19 +13,14 @@ import math
 import torch
 
 from composer.algorithms.mixup.batch_mixing import (
-    DeferredTargetMix,
+    MixingAlgorithm,
     _check_indices,
     _check_lambda,
     mix_targets,
-    num_classes_of,
     random_permutation,
 )
 from composer.algorithms.mixup.mixup import _check_alpha, gen_interpolation_lambda
-from composer.core.algorithm import Algorithm
-from composer.core.event import Event
 from composer.core.hparams import Hparams, hparams
-from composer.core.logging.logger import Logger
-from composer.core.state import State
 
 __all__ = ["CutMix", "CutMixHparams", "cutmix_batch", "cutmix_inputs", "gen_cutmix_bbox"]
 
@@ -190,7 +185,7 @@ def cutmix_batch(
     return x_mix, mix_targets(y, own_weight, n_classes, perm), perm
 
 
-class CutMix(Algorithm):
+class CutMix(MixingAlgorithm):
     """Pastes a box of another image of the batch into each image and mixes the targets by the box's area.
 
     A form of data augmentation that, like MixUp, trains on blends of two samples, but keeps every pixel natural:
@@ -198,8 +193,10 @@ class CutMix(Algorithm):
     and the box covers about ``1 - lambda`` of the image (see :func:`cutmix_batch`). One box and one permutation per
     batch, drawn from ``state.rng``. Like :class:`~composer.algorithms.mixup.MixUp`, it reads the class count from
     the model's outputs, so it mixes the inputs of the whole batch at ``AFTER_DATALOADER`` and replaces each
-    microbatch's targets with dense mixed targets at ``BEFORE_LOSS`` (rewinding at ``BEFORE_TRAIN_BATCH``). The
-    model's loss must accept dense targets. List CutMix before algorithms that change targets before the loss.
+    microbatch's targets with dense mixed targets at ``AFTER_FORWARD`` (rewinding at ``BEFORE_TRAIN_BATCH``). The
+    model's loss must accept dense targets. It composes with every other method in either order (see
+    :class:`~composer.algorithms.mixup.batch_mixing.MixingAlgorithm`): LabelSmoothing smooths the mixed targets
+    whichever comes first, and with MixUp both apply to every batch, in the order listed.
 
     Introduced in `CutMix: Regularization Strategy to Train Strong Classifiers with Localizable Features
     <https://arxiv.org/abs/1905.04899>`_ (Yun et al. 2019).
@@ -226,28 +223,16 @@ class CutMix(Algorithm):
 
     def __init__(self, alpha: float = 1.0) -> None:
         _check_alpha(alpha, "CutMix")
+        super().__init__()
         self.alpha = alpha
-        self._pending = DeferredTargetMix()
 
-    def match(self, event: Event, state: State) -> bool:
-        """Runs after the dataloader (inputs), before each loss (targets) and before each train batch (rewind)."""
-        return event in (Event.AFTER_DATALOADER, Event.BEFORE_TRAIN_BATCH, Event.BEFORE_LOSS)
-
-    def apply(self, event: Event, state: State, logger: Logger) -> None:
-        """Pastes the boxes after the dataloader and mixes the targets before the loss."""
-        inputs, targets = state.batch_pair
-        if event == Event.AFTER_DATALOADER:
-            lam = gen_interpolation_lambda(self.alpha, state.rng)
-            bbox = gen_cutmix_bbox(inputs.shape[-2], inputs.shape[-1], lam, state.rng)
-            perm = random_permutation(inputs.shape[0], state.rng, inputs.device)
-            mixed, own_weight = cutmix_inputs(inputs, bbox, perm)
-            state.batch_pair = (mixed, targets)
-            self._pending.start_batch(targets, own_weight, perm)
-        elif event == Event.BEFORE_TRAIN_BATCH:
-            self._pending.rewind()
-        else:
-            n_classes = num_classes_of(state.outputs, "CutMix")
-            state.batch_pair = (inputs, self._pending.next_microbatch(targets, n_classes))
+    def mix_inputs(self, inputs: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, float, torch.Tensor]:
+        """Pastes a box of each image's partner into it; the targets keep the share of the image left uncovered."""
+        lam = gen_interpolation_lambda(self.alpha, generator)
+        bbox = gen_cutmix_bbox(inputs.shape[-2], inputs.shape[-1], lam, generator)
+        perm = random_permutation(inputs.shape[0], generator, inputs.device)
+        mixed, own_weight = cutmix_inputs(inputs, bbox, perm)
+        return mixed, own_weight, perm
 
 
 @hparams

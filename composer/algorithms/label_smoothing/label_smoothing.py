@@ -99,6 +99,9 @@ class LabelSmoothing(Algorithm):
     targets back (so metrics and later algorithms see them). The model's loss must accept dense targets, as
     :class:`~composer.models.ComposerClassifier`'s default loss does. Evaluation is not affected.
 
+    It composes with MixUp and CutMix in either order: they mix the targets at ``AFTER_FORWARD``, before this runs,
+    so it smooths the mixed targets; mixing and smoothing are linear maps of the targets and commute.
+
     Introduced in `Rethinking the Inception Architecture for Computer Vision <https://arxiv.org/abs/1512.00567>`_.
 
     Args:

@@ -2,17 +2,25 @@
 
 Both methods pair every sample with the sample a random permutation sends it to, and train on a weighted blend of
 the two targets. :func:`mix_targets` builds those dense targets once the class count is known;
-:class:`DeferredTargetMix` holds a batch's targets from ``AFTER_DATALOADER`` (when the inputs are mixed) until
-``BEFORE_LOSS``, where the class count can be read from the model's outputs, and hands out one slice per microbatch.
+:class:`DeferredTargetMix` holds a batch's targets and mixing steps from ``AFTER_DATALOADER`` (when the inputs are
+mixed) until ``AFTER_FORWARD``, where the class count can be read from the model's outputs, and hands out one slice
+per microbatch; :class:`MixingAlgorithm` is the Algorithm side both methods share.
 """
 
 from __future__ import annotations
 
+from abc import abstractmethod
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
-__all__ = ["DeferredTargetMix", "mix_targets", "num_classes_of", "random_permutation"]
+from composer.core.algorithm import Algorithm
+from composer.core.event import Event
+from composer.core.logging.logger import Logger
+from composer.core.state import State
+
+__all__ = ["DeferredTargetMix", "MixingAlgorithm", "mix_targets", "num_classes_of", "random_permutation"]
 
 
 def random_permutation(
@@ -136,17 +144,22 @@ def num_classes_of(outputs: Any, method: str) -> int:
 
 
 class DeferredTargetMix:
-    """Holds one batch's targets and pairing until the class count is known, then mixes them microbatch by microbatch.
+    """One batch's targets and the mixing steps applied to its inputs, resolved once the class count is known.
 
-    An algorithm that mixes the inputs at ``AFTER_DATALOADER`` calls :meth:`start_batch` with the original targets,
-    the weight and the permutation. At ``BEFORE_LOSS`` the model's outputs give the class count, and
-    :meth:`next_microbatch` returns the mixed dense targets of the current microbatch. Microbatches come in order and
+    Algorithms that mix inputs at ``AFTER_DATALOADER`` (:class:`MixingAlgorithm`) :meth:`add` their step, the
+    weight of each sample's own target and its partners, in the order they mixed the inputs. Once the model's outputs
+    give the class count, :meth:`next_microbatch` applies every step to the whole batch's targets, in the same order
+    (``dense -> mix_1 -> mix_2 ...``), and returns the current microbatch's slice. Microbatches come in order and
     together make up the batch (the contract of :func:`~composer.core.data_spec.split_batch`), so a cursor over the
     batch finds each one; :meth:`rewind` restarts it when the optimizer re-runs the batch (``BEFORE_TRAIN_BATCH``).
+    Partners are drawn from the whole batch, so gradient accumulation sees the targets the big batch would.
+
+    Args:
+        targets: The batch's targets as they were when the first step mixed the inputs (class indices or dense).
 
     Example:
-        >>> pending = DeferredTargetMix()
-        >>> pending.start_batch(torch.tensor([0, 1, 2, 0]), 0.5, torch.tensor([3, 2, 1, 0]))
+        >>> pending = DeferredTargetMix(torch.tensor([0, 1, 2, 0]))
+        >>> pending.add(0.5, torch.tensor([3, 2, 1, 0]))
         >>> pending.next_microbatch(torch.tensor([0, 1]), n_classes=3)  # the first half of the batch
         tensor([[1.0000, 0.0000, 0.0000],
                 [0.0000, 0.5000, 0.5000]])
@@ -154,43 +167,114 @@ class DeferredTargetMix:
         torch.Size([2, 3])
     """
 
-    def __init__(self) -> None:
-        self._targets: torch.Tensor | None = None
-        self._lambda = 1.0
-        self._indices: torch.Tensor | None = None
+    def __init__(self, targets: torch.Tensor) -> None:
+        self.targets = targets
+        self.steps: list[tuple[float, torch.Tensor]] = []
         self._mixed: torch.Tensor | None = None
         self._cursor = 0
 
-    def start_batch(self, targets: torch.Tensor, interpolation_lambda: float, indices: torch.Tensor) -> None:
-        """Remembers the batch's original targets, the weight of each sample's own target, and its partners."""
-        self._targets, self._lambda, self._indices = targets, interpolation_lambda, indices
-        self._mixed, self._cursor = None, 0
+    def add(self, interpolation_lambda: float, indices: torch.Tensor) -> None:
+        """Appends a mixing step: each sample keeps ``interpolation_lambda`` of its target, the rest is its partner's."""
+        _check_lambda(interpolation_lambda)
+        _check_indices(indices, self.targets.shape[0])
+        self.steps.append((interpolation_lambda, indices))
+        self._mixed = None
 
     def rewind(self) -> None:
         """Starts handing out microbatches from the beginning of the batch again."""
         self._cursor = 0
+
+    def mixed_targets(self, n_classes: int) -> torch.Tensor:
+        """The whole batch's dense targets after every step, shape ``(B, n_classes, ...)``."""
+        if self._mixed is None or self._mixed.shape[1] != n_classes:
+            mixed = self.targets
+            for interpolation_lambda, indices in self.steps:
+                mixed = mix_targets(mixed, interpolation_lambda, n_classes, indices)
+            self._mixed = mixed
+        return self._mixed
 
     def next_microbatch(self, targets: torch.Tensor, n_classes: int) -> torch.Tensor:
         """Returns the mixed dense targets for the next microbatch, whose original targets are ``targets``.
 
         Raises:
             ValueError: If ``targets`` are not the next slice of the batch's original targets (another algorithm
-                changed them after the inputs were mixed), or the batch holds fewer samples than asked for.
+                changed them, or the batch size, after the inputs were mixed).
         """
-        full = self._targets
-        if full is None or self._indices is None:
-            return targets  # no batch was mixed (the algorithm was added after AFTER_DATALOADER)
+        full = self.targets
         start, stop = self._cursor, self._cursor + targets.shape[0]
         expected = full[start:stop]
         if stop > full.shape[0] or targets.shape != expected.shape or targets.dtype != expected.dtype:
             raise ValueError(
                 f"Expected the original targets of samples {start}..{stop - 1} of the mixed batch (shape "
-                f"{tuple(expected.shape)}, {expected.dtype}) at BEFORE_LOSS, got shape {tuple(targets.shape)}, "
-                f"{targets.dtype}. Another algorithm changed the targets or the batch size after the inputs were "
-                "mixed: list MixUp/CutMix before algorithms that change targets before the loss (LabelSmoothing), "
-                "or after those that drop samples."
+                f"{tuple(expected.shape)}, {expected.dtype}) after the forward pass, got shape "
+                f"{tuple(targets.shape)}, {targets.dtype}. An algorithm changed the targets or the batch size between "
+                "AFTER_DATALOADER (where the inputs were mixed) and AFTER_FORWARD (where the targets are). Change "
+                "targets in BEFORE_LOSS (as LabelSmoothing does) or drop samples before the mixing (as "
+                "SelectiveBackprop does, with run_first)."
             )
-        if self._mixed is None or self._mixed.shape[1] != n_classes:
-            self._mixed = mix_targets(full, self._lambda, n_classes, self._indices)
         self._cursor = stop
-        return self._mixed[start:stop]
+        return self.mixed_targets(n_classes)[start:stop]
+
+
+class MixingAlgorithm(Algorithm):
+    """Base of the algorithms that blend each sample with a partner from its batch (MixUp, CutMix).
+
+    A subclass implements :meth:`mix_inputs`: it draws its randomness from the generator it is given, changes the
+    inputs of the whole batch, and returns the weight that each sample's own target keeps and each sample's partner.
+    This base class does the rest, in one place for every mixing method:
+
+    * ``AFTER_DATALOADER``: mixes the inputs of the whole batch (before it is split into microbatches) and records the
+      step. Mixing methods listed together share one record per batch, so that in ``[CutMix, MixUp]`` the targets
+      go through the same steps as the inputs, in the same order (cut, then mix): both apply to every batch.
+    * ``AFTER_FORWARD``: the model's outputs give the class count; the first mixing method of the batch replaces the
+      current microbatch's targets with the dense targets after every step.
+    * ``BEFORE_TRAIN_BATCH``: rewinds the walk over microbatches (the optimizer may re-run a batch).
+
+    Because the targets are mixed right after the forward pass, algorithms that transform targets before the loss
+    (:class:`~composer.algorithms.label_smoothing.LabelSmoothing`, at ``BEFORE_LOSS``) always see the mixed targets,
+    whatever the order of the list: label smoothing and mixing are both linear maps of the targets, so they commute,
+    and both orders train identically.
+    """
+
+    def __init__(self) -> None:
+        self._mix: DeferredTargetMix | None = None
+        self._owns_mix = False
+
+    @abstractmethod
+    def mix_inputs(self, inputs: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, float, torch.Tensor]:
+        """Mixes a batch of inputs; returns ``(mixed inputs, weight of each sample's own target, partners)``."""
+
+    def match(self, event: Event, state: State) -> bool:
+        """Runs after the dataloader (inputs), after each forward pass (targets) and before each train batch."""
+        return event in (Event.AFTER_DATALOADER, Event.BEFORE_TRAIN_BATCH, Event.AFTER_FORWARD)
+
+    def apply(self, event: Event, state: State, logger: Logger) -> None:
+        """Mixes the inputs after the dataloader and the targets once the class count is known."""
+        if event == Event.AFTER_DATALOADER:
+            inputs, targets = state.batch_pair
+            mixed, own_weight, partners = self.mix_inputs(inputs, state.rng)
+            state.batch_pair = (mixed, targets)
+            self._join_batch(state.algorithms, targets).add(own_weight, partners)
+        elif not self._owns_mix or self._mix is None:
+            return  # another mixing method of this batch resolves the targets
+        elif event == Event.BEFORE_TRAIN_BATCH:
+            self._mix.rewind()
+        else:
+            inputs, targets = state.batch_pair
+            n_classes = num_classes_of(state.outputs, type(self).__name__)
+            state.batch_pair = (inputs, self._mix.next_microbatch(targets, n_classes))
+
+    def _join_batch(self, algorithms: Sequence[Algorithm], targets: torch.Tensor) -> DeferredTargetMix:
+        # The record of a mixing method that already mixed this very batch (same targets object), else a new one.
+        for other in algorithms:
+            if (
+                other is not self
+                and isinstance(other, MixingAlgorithm)
+                and other._owns_mix
+                and other._mix is not None
+                and other._mix.targets is targets
+            ):
+                self._mix, self._owns_mix = other._mix, False
+                return other._mix
+        self._mix, self._owns_mix = DeferredTargetMix(targets), True
+        return self._mix

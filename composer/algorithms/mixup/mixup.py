@@ -15,18 +15,13 @@ import numpy as np
 import torch
 
 from composer.algorithms.mixup.batch_mixing import (
-    DeferredTargetMix,
+    MixingAlgorithm,
     _check_indices,
     _check_lambda,
     mix_targets,
-    num_classes_of,
     random_permutation,
 )
-from composer.core.algorithm import Algorithm
-from composer.core.event import Event
 from composer.core.hparams import Hparams, hparams
-from composer.core.logging.logger import Logger
-from composer.core.state import State
 
 __all__ = ["MixUp", "MixUpHparams", "gen_interpolation_lambda", "mixup_batch", "mixup_inputs"]
 
@@ -166,7 +161,7 @@ def mixup_batch(
     return mixup_inputs(x, interpolation_lambda, perm), mix_targets(y, interpolation_lambda, n_classes, perm), perm
 
 
-class MixUp(Algorithm):
+class MixUp(MixingAlgorithm):
     """MixUp trains the network on convex combinations of pairs of examples and targets rather than individual examples and targets.
 
     This is done by taking a convex combination of a given batch X with a randomly permuted copy of X. The mixing
@@ -179,12 +174,16 @@ class MixUp(Algorithm):
 
     * ``AFTER_DATALOADER``: draws ``lambda`` and the permutation from ``state.rng`` and mixes the inputs of the
       whole batch (before it is split into microbatches); the targets stay as they are for now;
-    * ``BEFORE_LOSS``: replaces the current microbatch's targets with the dense mixed targets, whose class count is
-      ``state.outputs.shape[1]`` (the first point in the batch where it is known);
+    * ``AFTER_FORWARD``: replaces the current microbatch's targets with the dense mixed targets, whose class count is
+      ``state.outputs.shape[1]`` (the first point in the batch where it is known); partners come from the whole
+      batch, so gradient accumulation trains on the targets of the big batch;
     * ``BEFORE_TRAIN_BATCH``: restarts the walk over microbatches (the optimizer may re-run a batch).
 
-    List MixUp before algorithms that change the targets at ``BEFORE_LOSS`` (LabelSmoothing): they then act on the
-    mixed targets, which is the usual composition. In the other order MixUp raises a ValueError saying so.
+    Composition (see :class:`~composer.algorithms.mixup.batch_mixing.MixingAlgorithm`): it composes with every
+    other method in either order. LabelSmoothing, listed before or after, smooths the mixed targets (both are
+    linear maps of the targets, so the two orders train identically). With CutMix, both apply to every batch in
+    the order listed: ``[CutMix, MixUp]`` cuts, then blends the cut images, and the targets follow the same two
+    steps.
 
     Introduced in `mixup: Beyond Empirical Risk Minimization <https://arxiv.org/abs/1710.09412>`_ (Zhang et al.
     2018).
@@ -208,26 +207,14 @@ class MixUp(Algorithm):
 
     def __init__(self, alpha: float) -> None:
         _check_alpha(alpha)
+        super().__init__()
         self.alpha = alpha
-        self._pending = DeferredTargetMix()
 
-    def match(self, event: Event, state: State) -> bool:
-        """Runs after the dataloader (inputs), before each loss (targets) and before each train batch (rewind)."""
-        return event in (Event.AFTER_DATALOADER, Event.BEFORE_TRAIN_BATCH, Event.BEFORE_LOSS)
-
-    def apply(self, event: Event, state: State, logger: Logger) -> None:
-        """Mixes the inputs after the dataloader and the targets before the loss."""
-        inputs, targets = state.batch_pair
-        if event == Event.AFTER_DATALOADER:
-            lam = gen_interpolation_lambda(self.alpha, state.rng)
-            perm = random_permutation(inputs.shape[0], state.rng, inputs.device)
-            state.batch_pair = (mixup_inputs(inputs, lam, perm), targets)
-            self._pending.start_batch(targets, lam, perm)
-        elif event == Event.BEFORE_TRAIN_BATCH:
-            self._pending.rewind()
-        else:
-            n_classes = num_classes_of(state.outputs, "MixUp")
-            state.batch_pair = (inputs, self._pending.next_microbatch(targets, n_classes))
+    def mix_inputs(self, inputs: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, float, torch.Tensor]:
+        """Blends the batch with a permuted copy, with a weight drawn from ``Beta(alpha, alpha)``."""
+        lam = gen_interpolation_lambda(self.alpha, generator)
+        perm = random_permutation(inputs.shape[0], generator, inputs.device)
+        return mixup_inputs(inputs, lam, perm), lam, perm
 
 
 @hparams
