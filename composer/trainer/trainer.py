@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -136,6 +137,12 @@ class Trainer:
     checkpoint is loaded) and every forward runs through it; checkpoints still hold the whole model and optimizer
     states, in the format of an unsharded run. See :mod:`composer.trainer.distributed` and
     ``composer/trainer/DISTRIBUTED.md``.
+
+    Every callback and logger is closed once (each one's ``close``, then each one's ``post_close``): by
+    :meth:`close` (or leaving a ``with Trainer(...) as trainer:`` block), when ``fit`` or the constructor raises,
+    and otherwise when the Trainer is garbage-collected or, at the latest, when the interpreter exits. ``fit`` does
+    not close, so it may be called again; a script that ends without :meth:`close` still gets its files flushed and
+    its tracking runs finished.
 
     Attributes:
         ddp_model (DistributedDataParallel | None): The wrapped model when launched (register DDP communication
@@ -280,37 +287,44 @@ class Trainer:
         self.logger = Logger(self.state, destinations)
         self.engine = Engine(self.state, self.logger)
 
-        params_before = dict(model.named_parameters())
-        self.engine.run_event(Event.INIT)
-        if optimizers is None:
-            from composer.optim.decoupled_weight_decay import DecoupledSGDW
+        # For scripts that never call close(): close once when this Trainer is collected or the interpreter exits.
+        # The finalizer holds the engine, never the Trainer (nothing the engine reaches refers back to it).
+        self._closer = weakref.finalize(self, self.engine.close)
+        try:
+            params_before = dict(model.named_parameters())
+            self.engine.run_event(Event.INIT)
+            if optimizers is None:
+                from composer.optim.decoupled_weight_decay import DecoupledSGDW
 
-            self.state.optimizers = [DecoupledSGDW(model.parameters(), lr=0.1)]
-        else:
-            update_optimizer_params(self.state.optimizers, params_before, dict(model.named_parameters()))
-        model.to(self.device)
-        if self.fsdp_config is not None:  # shard before loading (load_path, autoresume): the parameters change
-            prepare_fsdp_module(model, self.fsdp_config, self.state.optimizers, sync_module_states=True)
-        self._precision_context = precision_context(precision, self.device)
-        # Training's forward and loss: None runs them as they are (fp32), without entering a context per batch.
-        self._autocast = None if precision == Precision.FP32 else self._precision_context
-        self.state.scaler = make_grad_scaler(precision, self.device)
-        # Read back from the state: an algorithm (ScaleSchedule) may have set the ratio at INIT.
-        self._schedulers = TrainerSchedulers(
-            self.state, schedulers, self.state.scale_schedule_ratio, step_schedulers_every_batch
-        )
-        self._create_graph = any(a.backwards_create_graph for a in self.state.algorithms)
-        self.checkpointing.load(self.state)  # load_path, or with autoresume the newest checkpoint of this run
-        # Launched: wrap after surgery, the optimizer remap and loading; then each rank draws its own random numbers.
-        if find_unused_parameters is None:
-            find_unused_parameters = any(a.find_unused_parameters for a in self.state.algorithms)
-        self.ddp_model = (
-            None
-            if self.fsdp_config is not None
-            else wrap_ddp(model, self.device, find_unused_parameters=find_unused_parameters)
-        )
-        self._synced_model = model if self.fsdp_config is not None else self.ddp_model  # what no_sync applies to
-        seed_rank(self.seed)
+                self.state.optimizers = [DecoupledSGDW(model.parameters(), lr=0.1)]
+            else:
+                update_optimizer_params(self.state.optimizers, params_before, dict(model.named_parameters()))
+            model.to(self.device)
+            if self.fsdp_config is not None:  # shard before loading (load_path, autoresume): the parameters change
+                prepare_fsdp_module(model, self.fsdp_config, self.state.optimizers, sync_module_states=True)
+            self._precision_context = precision_context(precision, self.device)
+            # Training's forward and loss: None runs them as they are (fp32), without entering a context per batch.
+            self._autocast = None if precision == Precision.FP32 else self._precision_context
+            self.state.scaler = make_grad_scaler(precision, self.device)
+            # Read back from the state: an algorithm (ScaleSchedule) may have set the ratio at INIT.
+            self._schedulers = TrainerSchedulers(
+                self.state, schedulers, self.state.scale_schedule_ratio, step_schedulers_every_batch
+            )
+            self._create_graph = any(a.backwards_create_graph for a in self.state.algorithms)
+            self.checkpointing.load(self.state)  # load_path, or with autoresume the newest checkpoint of this run
+            # Launched: wrap after surgery, the optimizer remap and loading; then each rank draws its own random numbers
+            if find_unused_parameters is None:
+                find_unused_parameters = any(a.find_unused_parameters for a in self.state.algorithms)
+            self.ddp_model = (
+                None
+                if self.fsdp_config is not None
+                else wrap_ddp(model, self.device, find_unused_parameters=find_unused_parameters)
+            )
+            self._synced_model = model if self.fsdp_config is not None else self.ddp_model  # what no_sync applies to
+            seed_rank(self.seed)
+        except BaseException:
+            self.close()  # callbacks may have opened files at INIT; the caller never gets a Trainer to close
+            raise
 
     # ---- construction helpers ----------------------------------------------------------------------------------
 
@@ -674,8 +688,13 @@ class Trainer:
         return save_checkpoint(self.state, path, weights_only=weights_only, metadata=self._run_config)
 
     def close(self) -> None:
-        """Closes every callback and logger (idempotent). Called for you when training raises."""
-        self.engine.close()
+        """Closes every callback and logger: each one's ``close``, then each one's ``post_close``.
+
+        Call it when done training (``fit`` does not close, so that it may be called again), or use the Trainer as
+        a context manager. If you do not, it runs for you when ``fit`` raises, when the Trainer is garbage-collected,
+        or at the latest when the interpreter exits. Idempotent: later calls, and the automatic closing, do nothing.
+        """
+        self._closer()
 
     def __enter__(self) -> Trainer:
         return self
