@@ -30,11 +30,14 @@ _ARG_NAMES = ("event", "state", "logger")
 class Trace:
     """What one algorithm did at one event.
 
+    Every algorithm object has its own traces, so several instances of one class each keep their exit code.
+
     Attributes:
-        name (str): The algorithm's class name.
+        name (str): The algorithm's class name; when ``state.algorithms`` holds several instances of one class, the
+            second and later ones (in list order) are named ``"<Class>#2"``, ``"<Class>#3"``, ...
         event (Event): The event.
         exit_code (int | None): What ``apply`` returned.
-        order (int): Its position among the algorithms that ran at this event.
+        order (int): Its position among the algorithms that ran at this event (unique within the event).
         run (bool): Whether ``apply`` ran (always True: only algorithms that matched are traced).
     """
 
@@ -46,7 +49,7 @@ class Trace:
 
 
 Traces = dict[str, Trace]
-"""Traces keyed ``"<AlgorithmClass>/<EVENT_NAME>"``."""
+"""Traces keyed ``"<Trace.name>/<EVENT_NAME>"``: ``"MixUp/AFTER_DATALOADER"``, ``"MixUp#2/AFTER_DATALOADER"``."""
 
 _Bound = Callable[[Event, "State", "Logger"], Any]
 
@@ -79,6 +82,17 @@ def _bind(method: Callable[..., Any], abstract_order: tuple[str, ...]) -> _Bound
     return lambda e, s, lg: method(*((e, s, lg)[i] for i in positions))
 
 
+def _instance_names(algorithms: Sequence[Algorithm]) -> dict[int, str]:
+    """id -> the trace name of each algorithm: its class name, with ``#k`` for the k-th instance of a class (k >= 2)."""
+    seen: dict[str, int] = {}
+    names: dict[int, str] = {}
+    for algorithm in algorithms:
+        cls = type(algorithm).__name__
+        seen[cls] = seen.get(cls, 0) + 1
+        names[id(algorithm)] = cls if seen[cls] == 1 else f"{cls}#{seen[cls]}"
+    return names
+
+
 class _Plan:
     """The dispatch plan for one event, valid while the algorithm and callback lists are unchanged."""
 
@@ -88,7 +102,7 @@ class _Plan:
         self,
         algorithms: tuple[Algorithm, ...],
         callbacks: tuple[Callback, ...],
-        ordered: list[tuple[Algorithm, _Bound, _Bound]],
+        ordered: list[tuple[str, _Bound, _Bound]],
         calls: list[Callable[..., Any]],
     ) -> None:
         self.algorithms = algorithms
@@ -196,15 +210,14 @@ class Engine:
 
     def _run_algorithms(self, plan: _Plan, event: Event, state: State, logger: Logger) -> Traces:
         traces: Traces = {}
-        for algorithm, match, apply in plan.ordered:
+        for name, match, apply in plan.ordered:
             try:
                 if not match(event, state, logger):
                     continue
                 exit_code = apply(event, state, logger)
             except Exception as e:
-                e.add_note(f"Raised by algorithm {type(algorithm).__name__} at Event.{event.name}.")
+                e.add_note(f"Raised by algorithm {name} at Event.{event.name}.")
                 raise
-            name = type(algorithm).__name__
             trace = Trace(name=name, event=event, exit_code=exit_code, order=len(traces))
             traces[f"{name}/{event.name}"] = trace
         if traces:
@@ -212,7 +225,11 @@ class Engine:
         return traces
 
     def _make_plan(self, event: Event, algorithms: Sequence[Algorithm], callbacks: Sequence[Callback]) -> _Plan:
-        ordered = [self._bind_algorithm(a) for a in order_algorithms(algorithms, event)]
+        names = _instance_names(algorithms)
+        ordered: list[tuple[str, _Bound, _Bound]] = []
+        for algorithm in order_algorithms(algorithms, event):
+            _, match, apply = self._bind_algorithm(algorithm)
+            ordered.append((names[id(algorithm)], match, apply))
         calls: list[Callable[..., Any]] = []
         for callback in callbacks:
             cls = type(callback)

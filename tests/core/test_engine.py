@@ -106,6 +106,57 @@ def test_trace_records_exit_code_and_order_and_is_readable_on_engine():
     assert {"Recording/BATCH_START", "Last/BATCH_START", "Recording/EPOCH_END", "Last/EPOCH_END"} <= set(engine.traces)
 
 
+# Per-instance traces, after MosaicML Composer v0.5.0's engine tests on LIFO order: several instances of one class,
+# each returning its position in the list as its exit code, so every exit code must survive and the orders must be
+# the list order on before-events (first in) and its reverse on after-events (last out).
+@pytest.mark.parametrize("event", [Event.EPOCH_START, Event.BEFORE_LOSS, Event.BEFORE_BACKWARD, Event.FIT_START])
+def test_every_instance_keeps_its_trace_first_in(event):
+    log = []
+    algos = [Recording(str(i), log, exit_code=i) for i in range(3)]
+    engine = Engine(make_state(algorithms=algos))
+    traces = engine.run_event(event)
+    assert list(traces) == [f"Recording/{event.name}", f"Recording#2/{event.name}", f"Recording#3/{event.name}"]
+    assert [t.exit_code for t in traces.values()] == [0, 1, 2]
+    assert [t.order for t in traces.values()] == [0, 1, 2]
+    assert [t.name for t in traces.values()] == ["Recording", "Recording#2", "Recording#3"]
+    assert {k: v.exit_code for k, v in engine.traces.items()} == {k: v.exit_code for k, v in traces.items()}
+
+
+@pytest.mark.parametrize("event", [Event.AFTER_LOSS, Event.AFTER_BACKWARD, Event.BATCH_END])
+def test_every_instance_keeps_its_trace_last_out(event):
+    log = []
+    algos = [Recording(str(i), log, exit_code=i) for i in range(3)]
+    traces = Engine(make_state(algorithms=algos)).run_event(event)
+    by_exit_code = {t.exit_code: t for t in traces.values()}
+    assert sorted(by_exit_code) == [0, 1, 2]  # no exit code lost
+    assert [by_exit_code[i].order for i in range(3)] == [2, 1, 0]  # the list's last runs first
+    assert by_exit_code[0].name == "Recording" and by_exit_code[2].name == "Recording#3"
+
+
+def test_instance_names_follow_the_list_and_mix_classes():
+    log = []
+    algos = [Recording("a", log, exit_code=1), Last("b", log, exit_code=2), Recording("c", log, exit_code=3)]
+    traces = Engine(make_state(algorithms=algos)).run_event(Event.BATCH_START)
+    assert {k: t.exit_code for k, t in traces.items()} == {
+        "Recording/BATCH_START": 1,
+        "Recording#2/BATCH_START": 3,
+        "Last/BATCH_START": 2,
+    }
+    assert sorted(t.order for t in traces.values()) == [0, 1, 2]
+
+
+def test_an_error_names_the_instance_that_raised():
+    class Broken(Recording):
+        def apply(self, event, state, logger):
+            if self.name == "second":
+                raise RuntimeError("boom")
+
+    algos = [Broken("first", []), Broken("second", [])]
+    with pytest.raises(RuntimeError, match="boom") as info:
+        Engine(make_state(algorithms=algos)).run_event(Event.BATCH_START)
+    assert "Raised by algorithm Broken#2 at Event.BATCH_START." in info.value.__notes__
+
+
 def test_binds_arguments_by_parameter_name():
     seen = []
 
