@@ -156,7 +156,10 @@ def test_surgery_changes_outputs_of_our_resnets_keeping_shapes():
 
 
 @pytest.fixture(
-    params=[("resnet18", "ResNetBasicBlock"), pytest.param(("resnet50", "ResNetBottleneck"), marks=pytest.mark.slow)]
+    params=[
+        ("resnet18", "TorchvisionBasicBlock"),
+        pytest.param(("resnet50", "TorchvisionBottleneck"), marks=pytest.mark.slow),
+    ]
 )
 def torchvision_resnet(request: pytest.FixtureRequest) -> tuple[nn.Module, str]:
     name, target = request.param
@@ -165,7 +168,7 @@ def torchvision_resnet(request: pytest.FixtureRequest) -> tuple[nn.Module, str]:
 
 def test_surgery_on_torchvision_resnets_at_64_pixels(torchvision_resnet: tuple[nn.Module, str]):
     model, target = torchvision_resnet
-    expected = {"ResNetBasicBlock": 8, "ResNetBottleneck": 16}[target]
+    expected = {"TorchvisionBasicBlock": 8, "TorchvisionBottleneck": 16}[target]
     assert _changes_outputs_keeping_shapes(model, target, 64) == expected
     # In training, dropping happens: two forward passes with different draws differ.
     model.train()
@@ -174,15 +177,60 @@ def test_surgery_on_torchvision_resnets_at_64_pixels(torchvision_resnet: tuple[n
     assert len(outs) > 1
 
 
-def test_mapping_covers_our_blocks_and_torchvisions():
-    assert set(STOCHASTIC_LAYER_MAPPING) == {"ResNetBottleneck", "ResNetBasicBlock"}
-    bottlenecks, stochastic = STOCHASTIC_LAYER_MAPPING["ResNetBottleneck"]
-    assert Bottleneck in bottlenecks and stochastic is StochasticBottleneck
-    assert BasicBlock in STOCHASTIC_LAYER_MAPPING["ResNetBasicBlock"][0]
+def test_mapping_maps_each_name_to_one_target_class_and_its_stochastic_class():
+    # Seed 001: each name is registered "with the target layer class and the stochastic layer class", a pair.
+    expected: dict[str, tuple[type[nn.Module], type[nn.Module]]] = {
+        "ResNetBottleneck": (Bottleneck, StochasticBottleneck),
+        "ResNetBasicBlock": (BasicBlock, StochasticBasicBlock),
+    }
     if importlib.util.find_spec("torchvision") is not None:
         from torchvision.models import resnet as tv
 
-        assert tv.Bottleneck in bottlenecks and tv.BasicBlock in STOCHASTIC_LAYER_MAPPING["ResNetBasicBlock"][0]
+        expected["TorchvisionBottleneck"] = (tv.Bottleneck, StochasticBottleneck)
+        expected["TorchvisionBasicBlock"] = (tv.BasicBlock, StochasticBasicBlock)
+    assert dict(STOCHASTIC_LAYER_MAPPING) == expected
+    for target_class, stochastic_class in STOCHASTIC_LAYER_MAPPING.values():
+        assert isinstance(target_class, type) and issubclass(target_class, nn.Module)
+        assert isinstance(stochastic_class, type) and issubclass(stochastic_class, nn.Module)
+
+
+def test_each_name_replaces_only_its_own_class():
+    # A model holding our BasicBlock and torchvision's: each name swaps its own class and leaves the other alone.
+    pytest.importorskip("torchvision")
+    from torchvision.models import resnet as tv
+
+    torch.manual_seed(0)
+    model = nn.Sequential(BasicBlock(4, 4), tv.BasicBlock(4, 4))
+    apply_stochastic_depth(model, "block", "TorchvisionBasicBlock")
+    assert type(model[0]) is BasicBlock and type(model[1]) is StochasticBasicBlock
+    apply_stochastic_depth(model, "block", "ResNetBasicBlock")
+    assert [type(m) for m in model] == [StochasticBasicBlock, StochasticBasicBlock]
+    assert [m.module_count for m in model] == [1, 1]
+
+
+@pytest.mark.parametrize(
+    ("name", "wrong", "right"),
+    [
+        ("resnet18", "ResNetBasicBlock", "TorchvisionBasicBlock"),
+        ("resnet18", "ResNetBottleneck", "TorchvisionBasicBlock"),
+    ],
+)
+def test_a_name_that_matches_no_block_of_the_model_names_the_one_that_does(name: str, wrong: str, right: str):
+    # v0.5 called torchvision's Bottleneck "ResNetBottleneck": such a call now says which name to use instead of
+    # silently replacing nothing.
+    model = torchvision_resnet_copy(name)
+    with pytest.raises(ValueError, match=rf"target_layer_name={wrong!r} .* To fix, pass target_layer_name={right!r}"):
+        apply_stochastic_depth(model, "block", wrong)
+    assert not _stochastic_blocks(model)
+    with pytest.raises(ValueError, match=r"To fix, pass target_layer_name='ResNetBasicBlock'"):
+        apply_stochastic_depth(cifar_resnet(depth=8), "block", "ResNetBottleneck")
+
+
+def test_torchvision_names_without_torchvision_ask_for_the_vision_extra(monkeypatch: pytest.MonkeyPatch):
+    for name in ("TorchvisionBottleneck", "TorchvisionBasicBlock"):
+        monkeypatch.delitem(STOCHASTIC_LAYER_MAPPING, name, raising=False)
+    with pytest.raises(ImportError, match=r"target_layer_name='TorchvisionBottleneck' .*opencomposer\[vision\]"):
+        StochasticDepth("block", "TorchvisionBottleneck")
 
 
 # ---- bad input -------------------------------------------------------------------------------------------------------
@@ -190,10 +238,9 @@ def test_mapping_covers_our_blocks_and_torchvisions():
 
 def test_bad_input_raises_value_error_naming_the_argument_and_the_choices():
     model = cifar_resnet(depth=8)
-    with pytest.raises(
-        ValueError, match=r"target_layer_name='ResNetBlock' .* \['ResNetBasicBlock', 'ResNetBottleneck'\]"
-    ):
+    with pytest.raises(ValueError, match=r"target_layer_name='ResNetBlock' .*") as error:
         apply_stochastic_depth(model, "block", "ResNetBlock")
+    assert str(sorted(STOCHASTIC_LAYER_MAPPING)) in str(error.value)
     with pytest.raises(ValueError, match=r"drop_rate=1.5 must be a probability in \[0.0, 1.0\]"):
         StochasticDepth("block", "ResNetBasicBlock", drop_rate=1.5)
     with pytest.raises(ValueError, match=r"drop_distribution='exponential' .* \['uniform', 'linear'\]"):

@@ -42,31 +42,69 @@ __all__ = [
 DROP_DISTRIBUTIONS = ("uniform", "linear")
 
 
-def _torchvision_blocks() -> tuple[tuple[type[nn.Module], ...], tuple[type[nn.Module], ...]]:
+# The names of torchvision's blocks; registered only when torchvision (optional) is installed.
+_TORCHVISION_LAYER_NAMES = ("TorchvisionBottleneck", "TorchvisionBasicBlock")
+
+
+def _torchvision_entries() -> dict[str, tuple[type[nn.Module], type[_StochasticBlock]]]:
     # torchvision's blocks share our attribute names (conv1, bn1, ..., downsample), so the same stochastic classes
-    # adopt them; torchvision is optional.
+    # adopt them.
     if importlib.util.find_spec("torchvision") is None:
-        return (), ()
+        return {}
     from torchvision.models import resnet as tv_resnet
 
-    return (tv_resnet.Bottleneck,), (tv_resnet.BasicBlock,)
+    return {
+        "TorchvisionBottleneck": (tv_resnet.Bottleneck, StochasticBottleneck),
+        "TorchvisionBasicBlock": (tv_resnet.BasicBlock, StochasticBasicBlock),
+    }
 
 
-_TV_BOTTLENECK, _TV_BASIC_BLOCK = _torchvision_blocks()
-
-STOCHASTIC_LAYER_MAPPING: dict[str, tuple[tuple[type[nn.Module], ...], type[_StochasticBlock]]] = {
-    "ResNetBottleneck": ((Bottleneck, *_TV_BOTTLENECK), StochasticBottleneck),
-    "ResNetBasicBlock": ((BasicBlock, *_TV_BASIC_BLOCK), StochasticBasicBlock),
+STOCHASTIC_LAYER_MAPPING: dict[str, tuple[type[nn.Module], type[_StochasticBlock]]] = {
+    "ResNetBottleneck": (Bottleneck, StochasticBottleneck),
+    "ResNetBasicBlock": (BasicBlock, StochasticBasicBlock),
+    **_torchvision_entries(),
 }
-"""Target layer name -> (the block classes it covers, ours and torchvision's when installed; the stochastic class)."""
+"""Target layer name -> (the target layer class, the stochastic layer class that replaces it).
+
+``"ResNetBottleneck"`` and ``"ResNetBasicBlock"`` are the blocks of :mod:`composer.models.resnet` (ResNet-50/101/152,
+and ResNet-18/34 and the CIFAR ResNets); ``"TorchvisionBottleneck"`` and ``"TorchvisionBasicBlock"`` are
+torchvision's, present when torchvision is installed.
+"""
 
 
 def _check_target_layer_name(target_layer_name: str) -> None:
-    if target_layer_name not in STOCHASTIC_LAYER_MAPPING:
+    if target_layer_name in STOCHASTIC_LAYER_MAPPING:
+        return
+    if target_layer_name in _TORCHVISION_LAYER_NAMES:
+        raise ImportError(
+            f"target_layer_name={target_layer_name!r} targets torchvision's blocks, but torchvision is not installed. "
+            "To fix, install the vision extra: pip install 'opencomposer[vision]'."
+        )
+    raise ValueError(
+        f"target_layer_name={target_layer_name!r} is not in STOCHASTIC_LAYER_MAPPING; choose one of "
+        f"{sorted(STOCHASTIC_LAYER_MAPPING)} ('ResNetBottleneck' for ResNet-50/101/152, 'ResNetBasicBlock' for "
+        "ResNet-18/34 and CIFAR ResNets, from composer.models; 'Torchvision...' for torchvision's ResNets)."
+    )
+
+
+def _class_name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _check_targets_found(model: nn.Module, target_layer_name: str) -> None:
+    # No block of the requested class: if the model has blocks another name covers (say torchvision's Bottleneck
+    # under "ResNetBottleneck", the name v0.5 used for them), the user picked the wrong name; say which to use.
+    present = {type(m) for m in model.modules() if not isinstance(m, _StochasticBlock)}
+    others = [
+        name
+        for name, (target_class, _) in STOCHASTIC_LAYER_MAPPING.items()
+        if name != target_layer_name and any(issubclass(cls, target_class) for cls in present)
+    ]
+    if others:
+        target_class = STOCHASTIC_LAYER_MAPPING[target_layer_name][0]
         raise ValueError(
-            f"target_layer_name={target_layer_name!r} is not in STOCHASTIC_LAYER_MAPPING; choose one of "
-            f"{sorted(STOCHASTIC_LAYER_MAPPING)} ('ResNetBottleneck' for ResNet-50/101/152, 'ResNetBasicBlock' for "
-            "ResNet-18/34 and CIFAR ResNets)."
+            f"target_layer_name={target_layer_name!r} targets {_class_name(target_class)}, and the model has no such "
+            f"block, but it has blocks that {others} target. To fix, pass target_layer_name={others[0]!r}."
         )
 
 
@@ -114,7 +152,8 @@ def apply_stochastic_depth(
         stochastic_method: ``"block"`` randomly drops blocks during training; ``"sample"`` randomly drops samples
             within a block during training.
         target_layer_name: Block to replace with a stochastic equivalent: a key of ``STOCHASTIC_LAYER_MAPPING``,
-            ``"ResNetBottleneck"`` or ``"ResNetBasicBlock"`` (ours and torchvision's).
+            ``"ResNetBottleneck"`` or ``"ResNetBasicBlock"`` (the blocks of :mod:`composer.models.resnet`), or
+            ``"TorchvisionBottleneck"`` or ``"TorchvisionBasicBlock"`` (torchvision's, when it is installed).
         drop_rate: The base probability of dropping a layer or sample, in [0.0, 1.0].
         drop_distribution: ``"uniform"`` (every block gets ``drop_rate``) or ``"linear"`` (rising linearly from
             ``drop_rate / M`` for the first block to ``drop_rate`` for the last).
@@ -126,7 +165,9 @@ def apply_stochastic_depth(
 
     Raises:
         ValueError: If ``stochastic_method``, ``target_layer_name``, ``drop_rate`` or ``drop_distribution`` is not
-            one of the allowed values.
+            one of the allowed values, or if ``model`` has no block of the target class but has blocks that another
+            name of ``STOCHASTIC_LAYER_MAPPING`` targets (the message names it).
+        ImportError: If ``target_layer_name`` names torchvision's blocks and torchvision is not installed.
 
     Example:
         >>> from composer.models import cifar_resnet
@@ -140,9 +181,11 @@ def apply_stochastic_depth(
     _check_target_layer_name(target_layer_name)
     _check_drop_rate(drop_rate)
     _check_drop_distribution(drop_distribution)
-    target_classes, stochastic_class = STOCHASTIC_LAYER_MAPPING[target_layer_name]
+    target_class, stochastic_class = STOCHASTIC_LAYER_MAPPING[target_layer_name]
     # Blocks that are already stochastic (a subclass of our blocks) stay as they are.
-    targets = [m for m in model.modules() if isinstance(m, target_classes) and not isinstance(m, _StochasticBlock)]
+    targets = [m for m in model.modules() if isinstance(m, target_class) and not isinstance(m, _StochasticBlock)]
+    if not targets:
+        _check_targets_found(model, target_layer_name)
     module_count = len(targets)
     next_id = iter(range(module_count))
 
@@ -161,7 +204,7 @@ def apply_stochastic_depth(
             stochastic_method=stochastic_method,
         )
 
-    policies: dict[type[nn.Module], ReplacementPolicy] = dict.fromkeys(target_classes, policy)
+    policies: dict[type[nn.Module], ReplacementPolicy] = {target_class: policy}
     replace_module_classes(model, policies, optimizers=optimizers)
 
 
@@ -189,7 +232,9 @@ class StochasticDepth(Algorithm):
         stochastic_method: ``"block"`` randomly drops blocks during training; ``"sample"`` randomly drops samples
             within a block during training.
         target_layer_name: Block to replace with a stochastic block equivalent, a key of
-            ``STOCHASTIC_LAYER_MAPPING``: ``"ResNetBottleneck"`` or ``"ResNetBasicBlock"``.
+            ``STOCHASTIC_LAYER_MAPPING``: ``"ResNetBottleneck"`` or ``"ResNetBasicBlock"`` for
+            :mod:`composer.models.resnet`'s ResNets, ``"TorchvisionBottleneck"`` or ``"TorchvisionBasicBlock"`` for
+            torchvision's.
         drop_rate: The base probability of dropping a layer or sample, in [0.0, 1.0].
         drop_distribution: How ``drop_rate`` is distributed across layers: ``"uniform"`` assigns the same rate to
             every layer; ``"linear"`` increases it linearly with depth, ending with ``drop_rate``.
