@@ -1,36 +1,50 @@
 """Speed-up methods as Algorithms (two-way callbacks); each is also a plain function in composer.functional.
 
-``ALGORITHMS`` maps each method's registry name to its class.
+``ALGORITHMS`` maps each method's registry name to its class; ``ALGORITHM_CLASS_NAMES`` maps it to the class's name
+without importing anything. ``import composer.algorithms`` is cheap: each class is imported when first used, so
+that the ``composer`` command can check a recipe's list of methods (:mod:`composer.algorithms.composition`) before
+it imports torch.
+
+Example:
+    >>> from composer.algorithms import ALGORITHMS, ALGORITHM_CLASS_NAMES, MixUp
+    >>> ALGORITHMS["mixup"] is MixUp and ALGORITHM_CLASS_NAMES["mixup"] == "MixUp"
+    True
 """
 
 from __future__ import annotations
 
-from composer.algorithms.alibi import Alibi, AlibiHparams
-from composer.algorithms.augmix import AugMix, AugMixHparams
-from composer.algorithms.blurpool import BlurPool, BlurPoolHparams
-from composer.algorithms.channels_last import ChannelsLast, ChannelsLastHparams
-from composer.algorithms.colout import ColOut, ColOutHparams
-from composer.algorithms.cutmix import CutMix, CutMixHparams
-from composer.algorithms.cutout import CutOut, CutOutHparams
-from composer.algorithms.ema import EMA, EMAHparams
-from composer.algorithms.ghost_batchnorm import GhostBatchNorm, GhostBatchNormHparams
-from composer.algorithms.gradient_clipping import GradientClipping, GradientClippingHparams
-from composer.algorithms.label_smoothing import LabelSmoothing, LabelSmoothingHparams
-from composer.algorithms.layer_freezing import LayerFreezing, LayerFreezingHparams
-from composer.algorithms.mixup import MixUp, MixUpHparams
-from composer.algorithms.progressive_resizing import ProgressiveResizing, ProgressiveResizingHparams
-from composer.algorithms.randaugment import RandAugment, RandAugmentHparams
-from composer.algorithms.sam import SAM, SAMHparams, SAMOptimizer
-from composer.algorithms.scale_schedule import ScaleSchedule, ScaleScheduleHparams
-from composer.algorithms.selective_backprop import SelectiveBackprop, SelectiveBackpropHparams
-from composer.algorithms.seq_length_warmup import SeqLengthWarmup, SeqLengthWarmupHparams
-from composer.algorithms.squeeze_excite import SqueezeExcite, SqueezeExciteHparams
-from composer.algorithms.stochastic_depth import StochasticDepth, StochasticDepthHparams
-from composer.algorithms.swa import SWA, SWAHparams
-from composer.core.algorithm import Algorithm
+from typing import TYPE_CHECKING, Any
+
+from composer._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from composer.algorithms.alibi import Alibi, AlibiHparams
+    from composer.algorithms.augmix import AugMix, AugMixHparams
+    from composer.algorithms.blurpool import BlurPool, BlurPoolHparams
+    from composer.algorithms.channels_last import ChannelsLast, ChannelsLastHparams
+    from composer.algorithms.colout import ColOut, ColOutHparams
+    from composer.algorithms.cutmix import CutMix, CutMixHparams
+    from composer.algorithms.cutout import CutOut, CutOutHparams
+    from composer.algorithms.ema import EMA, EMAHparams
+    from composer.algorithms.ghost_batchnorm import GhostBatchNorm, GhostBatchNormHparams
+    from composer.algorithms.gradient_clipping import GradientClipping, GradientClippingHparams
+    from composer.algorithms.label_smoothing import LabelSmoothing, LabelSmoothingHparams
+    from composer.algorithms.layer_freezing import LayerFreezing, LayerFreezingHparams
+    from composer.algorithms.mixup import MixUp, MixUpHparams
+    from composer.algorithms.progressive_resizing import ProgressiveResizing, ProgressiveResizingHparams
+    from composer.algorithms.randaugment import RandAugment, RandAugmentHparams
+    from composer.algorithms.sam import SAM, SAMHparams, SAMOptimizer
+    from composer.algorithms.scale_schedule import ScaleSchedule, ScaleScheduleHparams
+    from composer.algorithms.selective_backprop import SelectiveBackprop, SelectiveBackpropHparams
+    from composer.algorithms.seq_length_warmup import SeqLengthWarmup, SeqLengthWarmupHparams
+    from composer.algorithms.squeeze_excite import SqueezeExcite, SqueezeExciteHparams
+    from composer.algorithms.stochastic_depth import StochasticDepth, StochasticDepthHparams
+    from composer.algorithms.swa import SWA, SWAHparams
+    from composer.core.algorithm import Algorithm
 
 __all__ = [
     "ALGORITHMS",
+    "ALGORITHM_CLASS_NAMES",
     "EMA",
     "SAM",
     "SWA",
@@ -79,27 +93,92 @@ __all__ = [
     "StochasticDepthHparams",
 ]
 
-ALGORITHMS: dict[str, type[Algorithm]] = {
-    "colout": ColOut,
-    "cutmix": CutMix,
-    "cutout": CutOut,
-    "label_smoothing": LabelSmoothing,
-    "mixup": MixUp,
-    "layer_freezing": LayerFreezing,
-    "progressive_resizing": ProgressiveResizing,
-    "randaugment": RandAugment,
-    "augmix": AugMix,
-    "selective_backprop": SelectiveBackprop,
-    "sam": SAM,
-    "swa": SWA,
-    "scale_schedule": ScaleSchedule,
-    "ema": EMA,
-    "gradient_clipping": GradientClipping,
-    "blurpool": BlurPool,
-    "channels_last": ChannelsLast,
-    "ghost_batchnorm": GhostBatchNorm,
-    "squeeze_excite": SqueezeExcite,
-    "stochastic_depth": StochasticDepth,
-    "alibi": Alibi,
-    "seq_length_warmup": SeqLengthWarmup,
+# Registry name -> class name (the registry ALGORITHMS, without importing the classes).
+ALGORITHM_CLASS_NAMES: dict[str, str] = {
+    "colout": "ColOut",
+    "cutmix": "CutMix",
+    "cutout": "CutOut",
+    "label_smoothing": "LabelSmoothing",
+    "mixup": "MixUp",
+    "layer_freezing": "LayerFreezing",
+    "progressive_resizing": "ProgressiveResizing",
+    "randaugment": "RandAugment",
+    "augmix": "AugMix",
+    "selective_backprop": "SelectiveBackprop",
+    "sam": "SAM",
+    "swa": "SWA",
+    "scale_schedule": "ScaleSchedule",
+    "ema": "EMA",
+    "gradient_clipping": "GradientClipping",
+    "blurpool": "BlurPool",
+    "channels_last": "ChannelsLast",
+    "ghost_batchnorm": "GhostBatchNorm",
+    "squeeze_excite": "SqueezeExcite",
+    "stochastic_depth": "StochasticDepth",
+    "alibi": "Alibi",
+    "seq_length_warmup": "SeqLengthWarmup",
 }
+
+# Public name -> the module that defines it.
+_LAZY = {
+    "Algorithm": "composer.core.algorithm",
+    "Alibi": "composer.algorithms.alibi",
+    "AlibiHparams": "composer.algorithms.alibi",
+    "AugMix": "composer.algorithms.augmix",
+    "AugMixHparams": "composer.algorithms.augmix",
+    "BlurPool": "composer.algorithms.blurpool",
+    "BlurPoolHparams": "composer.algorithms.blurpool",
+    "ChannelsLast": "composer.algorithms.channels_last",
+    "ChannelsLastHparams": "composer.algorithms.channels_last",
+    "ColOut": "composer.algorithms.colout",
+    "ColOutHparams": "composer.algorithms.colout",
+    "CutMix": "composer.algorithms.cutmix",
+    "CutMixHparams": "composer.algorithms.cutmix",
+    "CutOut": "composer.algorithms.cutout",
+    "CutOutHparams": "composer.algorithms.cutout",
+    "EMA": "composer.algorithms.ema",
+    "EMAHparams": "composer.algorithms.ema",
+    "GhostBatchNorm": "composer.algorithms.ghost_batchnorm",
+    "GhostBatchNormHparams": "composer.algorithms.ghost_batchnorm",
+    "GradientClipping": "composer.algorithms.gradient_clipping",
+    "GradientClippingHparams": "composer.algorithms.gradient_clipping",
+    "LabelSmoothing": "composer.algorithms.label_smoothing",
+    "LabelSmoothingHparams": "composer.algorithms.label_smoothing",
+    "LayerFreezing": "composer.algorithms.layer_freezing",
+    "LayerFreezingHparams": "composer.algorithms.layer_freezing",
+    "MixUp": "composer.algorithms.mixup",
+    "MixUpHparams": "composer.algorithms.mixup",
+    "ProgressiveResizing": "composer.algorithms.progressive_resizing",
+    "ProgressiveResizingHparams": "composer.algorithms.progressive_resizing",
+    "RandAugment": "composer.algorithms.randaugment",
+    "RandAugmentHparams": "composer.algorithms.randaugment",
+    "SAM": "composer.algorithms.sam",
+    "SAMHparams": "composer.algorithms.sam",
+    "SAMOptimizer": "composer.algorithms.sam",
+    "ScaleSchedule": "composer.algorithms.scale_schedule",
+    "ScaleScheduleHparams": "composer.algorithms.scale_schedule",
+    "SelectiveBackprop": "composer.algorithms.selective_backprop",
+    "SelectiveBackpropHparams": "composer.algorithms.selective_backprop",
+    "SeqLengthWarmup": "composer.algorithms.seq_length_warmup",
+    "SeqLengthWarmupHparams": "composer.algorithms.seq_length_warmup",
+    "SqueezeExcite": "composer.algorithms.squeeze_excite",
+    "SqueezeExciteHparams": "composer.algorithms.squeeze_excite",
+    "StochasticDepth": "composer.algorithms.stochastic_depth",
+    "StochasticDepthHparams": "composer.algorithms.stochastic_depth",
+    "SWA": "composer.algorithms.swa",
+    "SWAHparams": "composer.algorithms.swa",
+}
+
+_lazy_getattr, __dir__ = lazy_attributes(__name__, _LAZY, globals())
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ALGORITHMS":
+        registry = {key: _lazy_getattr(cls) for key, cls in ALGORITHM_CLASS_NAMES.items()}
+        globals()["ALGORITHMS"] = registry
+        return registry
+    return _lazy_getattr(name)
+
+
+if TYPE_CHECKING:
+    ALGORITHMS: dict[str, type[Algorithm]]

@@ -31,12 +31,14 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from composer.config.config_error import ConfigError
-from composer.config.trainer_hparams import TrainerHparams
 
-__all__ = ["load_config", "load_recipe", "to_yaml"]
+if TYPE_CHECKING:
+    from composer.config.trainer_hparams import TrainerHparams
+
+__all__ = ["check_algorithms", "load_config", "load_recipe", "to_yaml"]
 
 
 def _omegaconf() -> Any:
@@ -117,13 +119,48 @@ def load_recipe(path: str | os.PathLike[str] | None, overrides: Sequence[str] = 
     Raises:
         ConfigError: Naming the file or the key path, the bad value, and what is allowed.
     """
-    return TrainerHparams.from_dict(load_config(path, overrides))
+    config = load_config(path, overrides)
+    check_algorithms(config)  # cheap, and before the registries import the models and torch
+    from composer.config.trainer_hparams import TrainerHparams
+
+    return TrainerHparams.from_dict(config)
+
+
+def check_algorithms(config: Any) -> None:
+    """Refuses a recipe whose ``algorithms`` hold a pair of methods that do not compose, in one message.
+
+    It reads only the registry names (see :mod:`composer.algorithms.composition`) and imports no model code or torch,
+    so ``composer train`` refuses such a recipe at once. Anything else about the recipe is checked later.
+
+    Args:
+        config: The recipe as plain values (what :func:`load_config` returns).
+
+    Raises:
+        ConfigError: At key ``algorithms``, naming every pair and why it does not compose.
+
+    Example:
+        >>> check_algorithms({"algorithms": {"mixup": {"alpha": 0.2}, "label_smoothing": {"alpha": 0.1}}})
+        >>> check_algorithms({"algorithms": {"ema": {}, "swa": {}}})
+        Traceback (most recent call last):
+        ...
+        composer.config.config_error.ConfigError: algorithms: EMA and SWA do not compose: ...
+    """
+    from composer.algorithms.composition import composition_problems
+
+    algorithms = config.get("algorithms") if isinstance(config, dict) else None
+    if isinstance(algorithms, dict):
+        # Entries set to false are removed by overrides; None means "with its defaults".
+        names = [str(name) for name, value in algorithms.items() if value is not False]
+        problems = composition_problems(names)
+        if problems:
+            raise ConfigError("algorithms", " ".join(problems))
 
 
 def to_yaml(config: TrainerHparams) -> str:
     """Returns the config as YAML that :func:`load_recipe` reads back to an equal config.
 
     Example:
+        >>> from composer.config import TrainerHparams
         >>> config = TrainerHparams.from_dict({"model": "gpt", "train_dataset": "python_docs",
         ...                                    "train_batch_size": 8, "max_duration": "10ba"})
         >>> print(to_yaml(config).splitlines()[0])

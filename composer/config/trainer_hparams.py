@@ -43,6 +43,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, Self, TypeVar
 
+from composer.algorithms.composition import composition_problems
 from composer.callbacks import CALLBACK_HPARAMS
 from composer.config.config_error import ConfigError, suggest
 from composer.config.datasets import DatasetHparams
@@ -267,6 +268,9 @@ class TrainerHparams(Hparams):
             raise ValueError(
                 f"precision={self.precision!r} is unknown; use one of {[p.value for p in Precision]}."
             ) from None
+        problems = composition_problems(self.algorithms)
+        if problems:
+            raise ValueError("algorithms: " + " ".join(problems))
         for field, (registry, noun) in _SETS.items():
             for name, config in getattr(self, field).items():
                 if registry.get(name) is not type(config):

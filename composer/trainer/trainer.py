@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from composer.algorithms.composition import check_composition
 from composer.algorithms.gradient_clipping import apply_gradient_clipping
 from composer.core.algorithm import Algorithm
 from composer.core.callback import Callback
@@ -216,6 +217,7 @@ class Trainer:
             raise ValueError(f"grad_accum={grad_accum!r} must be a positive integer (microbatches per batch).")
         if grad_clip_norm is not None and grad_clip_norm <= 0:
             raise ValueError(f"grad_clip_norm={grad_clip_norm!r} must be positive, or None to disable clipping.")
+        check_composition(list(algorithms or []))  # before anything starts: a pair that has no meaning together
         precision = Precision(precision)
         self._ddp_sync_strategy = DDPSyncStrategy.parse(ddp_sync_strategy)
         # Launched: create the process group first, so that the state's seed and rank are per process.

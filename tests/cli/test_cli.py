@@ -138,3 +138,46 @@ def test_the_module_runs_as_a_command(tmp_path):
     )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.strip().startswith("composer train: error: algorithms.nope: unknown algorithm 'nope'")
+
+
+def test_a_list_that_does_not_compose_exits_2_before_training(tmp_path, capsys):
+    recipe = write_recipe(tmp_path, extra="algorithms: {ema: {half_life: 2ba}, swa: {}}\n")
+    assert main(["train", "-f", str(recipe), f"save_folder={tmp_path / 'ckpt'}"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "Traceback" not in captured.err and captured.err.count("\n") == 1
+    assert captured.err.startswith("composer train: error: algorithms: EMA and SWA do not compose: ")
+    assert not (tmp_path / "ckpt").exists()  # nothing started
+
+
+def test_recipe_check_refuses_without_importing_torch(tmp_path):
+    recipe = write_recipe(tmp_path, extra="algorithms: {swa: {}, ema: {}}\n")
+    code = (
+        "import sys\n"
+        "from composer.config import ConfigError\n"
+        "from composer.config.recipe import load_recipe\n"
+        "try:\n"
+        f"    load_recipe({str(recipe)!r})\n"
+        "except ConfigError as error:\n"
+        "    print(error.where, 'torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["algorithms", "False"]
+
+
+_IMAGE_RECIPE = """
+model: {simple_cnn: {widths: [4], num_classes: 4}}
+train_dataset: {synthetic_classification: {shape: [3, 8, 8], num_classes: 4, num_samples: 16}}
+train_batch_size: 8
+max_duration: 2ba
+progress_bar: false
+seed: 0
+"""
+
+
+@pytest.mark.parametrize("order", ["label_smoothing, mixup", "mixup, label_smoothing", "cutmix, mixup"])
+def test_recipes_that_compose_train_in_either_order(tmp_path, capsys, order):
+    entries = {"label_smoothing": "{alpha: 0.1}", "mixup": "{alpha: 0.2}", "cutmix": "{alpha: 1.0}"}
+    algorithms = ", ".join(f"{name}: {entries[name]}" for name in order.split(", "))
+    recipe = tmp_path / "image.yaml"
+    recipe.write_text(_IMAGE_RECIPE + f"algorithms: {{{algorithms}}}\n")
+    assert main(["train", "-f", str(recipe)]) == 0, capsys.readouterr().err

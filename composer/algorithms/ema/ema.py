@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from composer.algorithms.swa.swa import SWA
+from composer.algorithms.composition import check_composition
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
 from composer.core.hparams import Hparams, hparams
@@ -173,7 +173,8 @@ class EMA(Algorithm):
     ``model.load_state_dict(ema.ema_weights, strict=False)``).
 
     EMA keeps one extra copy of the weights (and another during evaluation). It cannot be combined with
-    :class:`~composer.algorithms.swa.SWA` (both decide which weights the model ends with): that fails at ``INIT``.
+    :class:`~composer.algorithms.swa.SWA` (both decide which weights the model ends with): the Trainer's constructor refuses the pair (see
+    :mod:`composer.algorithms.composition`), and so does ``INIT`` for an engine run without the Trainer.
 
     Args:
         half_life: Time for a snapshot's weight in the average to halve, in ``'ba'`` or ``'ep'``; the smoothing per
@@ -248,11 +249,7 @@ class EMA(Algorithm):
     def apply(self, event: Event, state: State, logger: Logger) -> None:
         """Checks compatibility (INIT), updates the average, or swaps weights around evaluation."""
         if event == Event.INIT:
-            if any(isinstance(a, SWA) for a in state.algorithms):
-                raise ValueError(
-                    "EMA and SWA cannot run together: both average the weights and decide which ones the model "
-                    "ends with. Keep one of them in algorithms."
-                )
+            check_composition(state.algorithms)  # the Trainer checks first; this covers an Engine run on its own
         elif event == Event.EVAL_START:
             assert self._ema_weights is not None
             self._training_weights = _copy_weights(state.model)
