@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -21,10 +23,8 @@ def _reference_scale(elapsed: float, initial: float, finetune: float) -> float:
 
 
 def _reference_size(length: int, scale: float) -> int:
-    """scale * length rounded to an even number of pixels (at least 2), or the full length at scale 1."""
-    if scale >= 1:
-        return length
-    return min(length, max(2, 2 * round(scale * length / 2)))
+    """The seed's ``H * scale_factor``, rounded down as the original did: ``int(H * scale)`` (at least 1 pixel)."""
+    return max(1, int(length * scale))
 
 
 @pytest.mark.parametrize(("initial", "finetune"), [(0.5, 0.2), (0.25, 0.0), (0.8, 0.5), (0.5, 1.0)])
@@ -43,8 +43,37 @@ def test_resize_is_bilinear_interpolation() -> None:
     expected = F.interpolate(X, scale_factor=0.5, mode="bilinear", align_corners=False)
     assert torch.equal(X_small, expected)
     assert y_out is y
-    X_odd, _ = resize_inputs(X, y, scale_factor=0.7, mode="resize")  # 22.4 -> 22 pixels
-    assert torch.equal(X_odd, F.interpolate(X, size=(22, 22), mode="bilinear", align_corners=False))
+    X_down, _ = resize_inputs(X, y, scale_factor=0.7, mode="resize")  # 22.4 -> 22 pixels
+    assert torch.equal(X_down, F.interpolate(X, size=(22, 22), mode="bilinear", align_corners=False))
+    X_odd, _ = resize_inputs(X, y, scale_factor=0.55, mode="resize")  # 17.6 -> 17 pixels: odd sizes are kept
+    assert torch.equal(X_odd, F.interpolate(X, size=(17, 17), mode="bilinear", align_corners=False))
+
+
+@pytest.mark.parametrize("mode", ["resize", "crop"])
+@pytest.mark.parametrize("scale", [0.05, 0.3, 0.55, 0.6, 0.77, 0.99, 1.0])
+def test_output_shape_is_the_seeds_formula_rounded_down(mode: str, scale: float) -> None:
+    # Seed 001: X_sized has shape (N, C, H * scale_factor, W * scale_factor); the original rounded down with int().
+    X = torch.rand(2, 3, 31, 20, generator=torch.Generator().manual_seed(0))
+    y = torch.randint(0, 4, (2, 31, 20), generator=torch.Generator().manual_seed(1))
+    X_sized, y_sized = resize_inputs(X, y, scale, mode=mode, resize_targets=True, generator=torch.Generator())
+    expected = (_reference_size(31, scale), _reference_size(20, scale))
+    assert tuple(X_sized.shape) == (2, 3, *expected)
+    assert tuple(y_sized.shape) == (2, *expected)
+    assert (X_sized.shape[-2], X_sized.shape[-1]) == (int(31 * scale), int(20 * scale))
+
+
+def test_size_multiple_rounds_down_to_a_multiple() -> None:
+    X, y = torch.rand(2, 3, 32, 32), torch.zeros(2)
+    for scale in (0.5, 0.55, 0.6, 0.77, 0.99):
+        for multiple in (2, 8):
+            X_sized, _ = resize_inputs(X, y, scale, size_multiple=multiple)
+            side = int(32 * scale) // multiple * multiple
+            assert X_sized.shape[-2:] == (side, side)
+    assert resize_inputs(X, y, 0.05, size_multiple=2)[0].shape[-1] == 2  # never below the multiple
+    assert resize_inputs(torch.rand(1, 1, 15, 15), y, 1.0, size_multiple=2)[0].shape[-1] == 15  # full size kept
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(ValueError, match=rf"size_multiple={bad!r} must be a positive integer"):
+            resize_inputs(X, y, 0.5, size_multiple=bad)  # type: ignore[arg-type]
 
 
 def test_crop_is_a_window_of_the_input() -> None:
@@ -188,3 +217,31 @@ def test_hparams_round_trip() -> None:
         0.2,
         False,
     )
+
+
+@pytest.mark.parametrize(("size_multiple", "side"), [(1, 17), (2, 16)])
+def test_algorithm_resizes_segmentation_targets_with_the_inputs(size_multiple: int, side: int) -> None:
+    # A tenth of the run: scale 0.5 + 0.5 * 0.1 = 0.55, so 32 pixels -> int(17.6) = 17, or 16 with even sizes.
+    algorithm = ProgressiveResizing(
+        mode="resize", initial_scale=0.5, finetune_fraction=0.0, resize_targets=True, size_multiple=size_multiple
+    )
+    state = State(model=torch.nn.Linear(2, 2), max_duration="10ba", steps_per_epoch=10)
+    state.timer.on_batch_complete(4)
+    X = torch.rand(4, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    mask = torch.randint(0, 5, (4, 32, 32), generator=torch.Generator().manual_seed(1))
+    state.batch = (X, mask)
+    algorithm.apply(Event.AFTER_DATALOADER, state, Logger(state))
+    X_out, mask_out = state.batch
+    assert torch.equal(X_out, F.interpolate(X, size=(side, side), mode="bilinear", align_corners=False))
+    # Integer class masks are resized with nearest neighbour, so they stay valid class indices.
+    nearest = F.interpolate(mask.unsqueeze(1).float(), size=(side, side), mode="nearest").squeeze(1).long()
+    assert mask_out.dtype == mask.dtype and torch.equal(mask_out, nearest)
+
+
+def test_hparams_carry_size_multiple_after_the_seed_fields() -> None:
+    names = [f.name for f in dataclasses.fields(ProgressiveResizingHparams)]  # type: ignore[arg-type]
+    assert names == ["mode", "initial_scale", "finetune_fraction", "resize_targets", "size_multiple"]
+    assert ProgressiveResizingHparams().size_multiple == 1
+    assert ProgressiveResizingHparams.from_dict({"size_multiple": 2}).initialize_object().size_multiple == 2
+    with pytest.raises(ValueError, match="size_multiple"):
+        ProgressiveResizingHparams(size_multiple=0)

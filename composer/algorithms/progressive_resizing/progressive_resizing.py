@@ -35,28 +35,48 @@ def _check_mode(mode: str) -> None:
         raise ValueError(f"ProgressiveResizing mode={mode!r} is unknown; expected one of {list(_MODES)}.")
 
 
-def scaled_size(length: int, scale_factor: float) -> int:
-    """The side length ``length`` shrinks to at ``scale_factor``: ``scale_factor * length`` rounded to an even number.
+def _check_size_multiple(size_multiple: int) -> None:
+    if isinstance(size_multiple, bool) or not isinstance(size_multiple, int) or size_multiple < 1:
+        raise ValueError(
+            f"size_multiple={size_multiple!r} must be a positive integer: 1 (the default) keeps "
+            "int(length * scale_factor), 2 rounds that down to an even number of pixels."
+        )
 
-    Even sizes keep the shapes of stride-2 layers consistent as the size grows (a 17-pixel input and an 18-pixel
-    input pool to the same size, so the sizes the network sees step by two pixels). The result is at least 2 and
-    at most ``length``; a scale factor of 1 or more keeps ``length`` exactly (even when it is odd).
+
+def scaled_size(length: int, scale_factor: float, size_multiple: int = 1) -> int:
+    """The side length ``length`` shrinks to at ``scale_factor``: ``int(length * scale_factor)``, rounded down.
+
+    This is the seed's ``H * scale_factor`` rounded down as the original did (``int(H * scale)``), kept to at least
+    1 pixel. With ``size_multiple`` above 1 the size is rounded down further to a multiple of it (at least
+    ``size_multiple``, at most ``length``): ``2`` gives even sizes, so a schedule that grows the size every batch
+    produces half as many distinct shapes, each of which costs a cuDNN autotune (``cudnn.benchmark``) or a
+    recompilation (a model compiled with static shapes); it does not make a step faster per pixel (see the method
+    card). A scale factor of 1 or more keeps ``length`` exactly.
 
     Args:
         length: The full side length, in pixels.
         scale_factor: The scale, in [0, 1].
+        size_multiple: Round the size down to a multiple of this (1: no further rounding).
 
     Returns:
         int: The new side length.
 
+    Raises:
+        ValueError: If ``size_multiple`` is not a positive integer.
+
     Example:
         >>> [scaled_size(32, s) for s in (0.5, 0.55, 0.6, 0.99, 1.0)]
-        [16, 18, 20, 32, 32]
+        [16, 17, 19, 31, 32]
+        >>> [scaled_size(32, s, size_multiple=2) for s in (0.5, 0.55, 0.6, 0.99, 1.0)]
+        [16, 16, 18, 30, 32]
     """
+    _check_size_multiple(size_multiple)
     if scale_factor >= 1.0:
         return length
-    even = 2 * round(scale_factor * length / 2)
-    return min(length, max(2, even))
+    size = int(length * scale_factor)
+    if size_multiple > 1:
+        size = size - size % size_multiple
+    return min(length, max(size_multiple, size, 1))
 
 
 def resize_scale(elapsed_fraction: float, initial_scale: float, finetune_fraction: float) -> float:
@@ -103,11 +123,12 @@ def resize_inputs(
     mode: str = "resize",
     resize_targets: bool = False,
     generator: torch.Generator | None = None,
+    size_multiple: int = 1,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Resize inputs and optionally outputs by cropping or interpolating.
 
-    The new height and width are :func:`scaled_size` of the old ones (``scale_factor`` times the size, rounded to an
-    even number). ``'resize'`` is bilinear interpolation (``F.interpolate(mode='bilinear', align_corners=False)``,
+    The new height and width are :func:`scaled_size` of the old ones: ``int(H * scale_factor)`` and
+    ``int(W * scale_factor)`` (at least 1 pixel), or those rounded down to a multiple of ``size_multiple``. ``'resize'`` is bilinear interpolation (``F.interpolate(mode='bilinear', align_corners=False)``,
     no antialiasing). ``'crop'`` takes one random window of the new size, at the same place in every sample of the
     batch, with its corner drawn from ``generator``. With ``resize_targets``, targets of shape ``(N, C, H', W')`` or
     ``(N, H', W')`` (segmentation) change the same way: the same window (mapped proportionally if their size differs
@@ -117,18 +138,20 @@ def resize_inputs(
         X: Input tensor of shape ``(N, C, H, W)``.
         y: Targets; resized too if ``resize_targets``, else returned as is.
         scale_factor: Scaling coefficient for the height and width, in [0, 1]. 1.0 keeps the original size; sides
-            never shrink below 2 pixels.
+            never shrink below 1 pixel.
         mode: ``'resize'`` (bilinear interpolation) or ``'crop'`` (a random crop).
         resize_targets: Whether to resize the targets ``y`` as well.
         generator: The random generator for the crop's position (``'crop'`` only). Default: torch's global one.
+        size_multiple: Round the new sizes down to a multiple of this; 2 gives even sizes (see :func:`scaled_size`).
+            Default: 1, the seed's ``int(H * scale_factor)``.
 
     Returns:
         tuple[torch.Tensor, torch.Tensor]: ``X_sized`` of shape ``(N, C, H * scale_factor, W * scale_factor)``
-        (rounded as above) and ``y_sized``, the resized targets if ``resize_targets``, else ``y``.
+        (rounded down as above) and ``y_sized``, the resized targets if ``resize_targets``, else ``y``.
 
     Raises:
-        ValueError: If ``mode`` is unknown, ``scale_factor`` is outside [0, 1], or ``X`` (or a resized ``y``) does not
-            have the ``(N, C, H, W)`` layout.
+        ValueError: If ``mode`` is unknown, ``scale_factor`` is outside [0, 1], ``size_multiple`` is not a positive
+            integer, or ``X`` (or a resized ``y``) does not have the ``(N, C, H, W)`` layout.
 
     Example:
         >>> X, y = torch.rand(4, 3, 32, 32), torch.randint(0, 10, (4,))
@@ -138,8 +161,11 @@ def resize_inputs(
         >>> X_crop, _ = resize_inputs(X, y, 0.5, mode="crop", generator=torch.Generator().manual_seed(0))
         >>> X_crop.shape
         torch.Size([4, 3, 16, 16])
+        >>> resize_inputs(X, y, 0.55)[0].shape, resize_inputs(X, y, 0.55, size_multiple=2)[0].shape
+        (torch.Size([4, 3, 17, 17]), torch.Size([4, 3, 16, 16]))
     """
     _check_mode(mode)
+    _check_size_multiple(size_multiple)
     if isinstance(scale_factor, bool) or not isinstance(scale_factor, (int, float)) or not 0.0 <= scale_factor <= 1.0:
         raise ValueError(
             f"resize_inputs scale_factor={scale_factor!r} must be in [0, 1]; 1.0 keeps the size, 0.5 halves it."
@@ -150,7 +176,10 @@ def resize_inputs(
             "on batches of images."
         )
     height, width = X.shape[-2:]
-    new_height, new_width = scaled_size(height, scale_factor), scaled_size(width, scale_factor)
+    new_height, new_width = (
+        scaled_size(height, scale_factor, size_multiple),
+        scaled_size(width, scale_factor, size_multiple),
+    )
     if (new_height, new_width) == (height, width):
         return X, y
     if resize_targets and y.ndim not in (3, 4):
@@ -163,7 +192,10 @@ def resize_inputs(
         X_sized = _resize(X, (new_height, new_width))
         if not resize_targets:
             return X_sized, y
-        y_size = (scaled_size(y.shape[-2], scale_factor), scaled_size(y.shape[-1], scale_factor))
+        y_size = (
+            scaled_size(y.shape[-2], scale_factor, size_multiple),
+            scaled_size(y.shape[-1], scale_factor, size_multiple),
+        )
         return X_sized, _resize(y, y_size)
 
     # One corner for the whole batch: (top, left) uniform over the valid positions.
@@ -176,7 +208,8 @@ def resize_inputs(
     if (y_height, y_width) == (height, width):
         return X_sized, y[..., top : top + new_height, left : left + new_width]
     # Targets at another resolution: the window at the same relative position and of the same relative size.
-    y_new_height, y_new_width = scaled_size(y_height, scale_factor), scaled_size(y_width, scale_factor)
+    y_new_height = scaled_size(y_height, scale_factor, size_multiple)
+    y_new_width = scaled_size(y_width, scale_factor, size_multiple)
     y_top = min(round(top * y_height / height), y_height - y_new_height)
     y_left = min(round(left * y_width / width), y_width - y_new_width)
     return X_sized, y[..., y_top : y_top + y_new_height, y_left : y_left + y_new_width]
@@ -190,8 +223,8 @@ class ProgressiveResizing(Algorithm):
     finetuning period is then run to finetune the model using the full-sized inputs.
 
     The scale follows :func:`resize_scale` of ``state.get_elapsed_duration()``, so it grows every batch (not in
-    epoch-sized jumps); each batch is then shrunk with :func:`resize_inputs` (sizes rounded to even numbers, see
-    :func:`scaled_size`). Runs on ``Event.AFTER_DATALOADER`` and draws crop positions from ``state.rng``. Logs
+    epoch-sized jumps); each batch is then shrunk with :func:`resize_inputs` to ``int(H * scale)`` by
+    ``int(W * scale)`` (or a multiple of ``size_multiple``, see :func:`scaled_size`). Runs on ``Event.AFTER_DATALOADER`` and draws crop positions from ``state.rng``. Logs
     ``progressive_resizing/height``, ``/width`` and ``/scale_factor`` every batch. Needs ``(inputs, targets)``
     batches of images ``(N, C, H, W)``. The model must accept inputs of varying size (global pooling before the
     classifier).
@@ -201,6 +234,9 @@ class ProgressiveResizing(Algorithm):
         initial_scale: The scale factor at the start of training, in [0, 1]. Default: 0.5.
         finetune_fraction: The fraction of training at the end that runs on full-size inputs, in [0, 1]. Default: 0.2.
         resize_targets: Whether to resize the targets too (segmentation). Default: False.
+        size_multiple: Round the sizes down to a multiple of this; 2 gives even sizes, so half as many distinct
+            shapes over the run (fewer cuDNN autotunes or static-shape recompilations). Default: 1 (the seed's
+            ``int(H * scale)``).
 
     Example:
         >>> from composer.core import Event, Logger
@@ -217,14 +253,17 @@ class ProgressiveResizing(Algorithm):
         initial_scale: float = 0.5,
         finetune_fraction: float = 0.2,
         resize_targets: bool = False,
+        size_multiple: int = 1,
     ) -> None:
         _check_mode(mode)
         _check_fraction("initial_scale", initial_scale)
         _check_fraction("finetune_fraction", finetune_fraction)
+        _check_size_multiple(size_multiple)
         self.mode = mode
         self.initial_scale = initial_scale
         self.finetune_fraction = finetune_fraction
         self.resize_targets = resize_targets
+        self.size_multiple = size_multiple
 
     def match(self, event: Event, state: State) -> bool:
         """Runs on every training batch, after the dataloader."""
@@ -234,7 +273,9 @@ class ProgressiveResizing(Algorithm):
         """Replaces ``state.batch`` with its resized version."""
         scale = resize_scale(state.get_elapsed_duration().value, self.initial_scale, self.finetune_fraction)
         X, y = state.batch_pair
-        X, y = resize_inputs(X, y, scale, self.mode, self.resize_targets, generator=state.rng)
+        X, y = resize_inputs(
+            X, y, scale, self.mode, self.resize_targets, generator=state.rng, size_multiple=self.size_multiple
+        )
         state.batch_pair = (X, y)
         logger.metric_batch(
             {
@@ -247,23 +288,25 @@ class ProgressiveResizing(Algorithm):
 
 @hparams
 class ProgressiveResizingHparams(Hparams):
-    """See :class:`ProgressiveResizing`.
+    """See :class:`ProgressiveResizing`. The first four fields are the seed's; ``size_multiple`` comes after them.
 
     Example:
         >>> ProgressiveResizingHparams(mode="crop").initialize_object()
-        ProgressiveResizing(mode='crop', initial_scale=0.5, finetune_fraction=0.2, resize_targets=False)
+        ProgressiveResizing(mode='crop', initial_scale=0.5, finetune_fraction=0.2, resize_targets=False, size_multiple=1)
     """
 
     mode: str = "resize"
     initial_scale: float = 0.5
     finetune_fraction: float = 0.2
     resize_targets: bool = False
+    size_multiple: int = 1
 
     def validate(self) -> None:
-        """Checks the mode name and that both fractions lie in [0, 1]."""
+        """Checks the mode name, that both fractions lie in [0, 1] and that ``size_multiple`` is positive."""
         _check_mode(self.mode)
         _check_fraction("initial_scale", self.initial_scale)
         _check_fraction("finetune_fraction", self.finetune_fraction)
+        _check_size_multiple(self.size_multiple)
 
     def initialize_object(self) -> ProgressiveResizing:
         """Builds the :class:`ProgressiveResizing` algorithm."""
