@@ -126,3 +126,42 @@ def test_commuting_orders_train_to_the_same_weights(mixer, grad_accum: int):
     assert any(not torch.equal(first[k], initial[k]) for k in first)  # it trained
     for name in first:
         torch.testing.assert_close(first[name], second[name], rtol=1e-6, atol=1e-7)
+
+
+def _resumable(folder, max_duration: str, grad_accum: int = 1, load_path=None) -> Trainer:
+    return Trainer(
+        model=label_image_model(),
+        train_dataloader=DataLoader(label_images(32, seed=1), batch_size=8, shuffle=True),
+        max_duration=max_duration,
+        algorithms=[LabelSmoothing(alpha=0.1), CutMix(alpha=1.0), MixUp(alpha=0.5)],
+        grad_accum=grad_accum,
+        device="cpu",
+        seed=11,
+        progress_bar=False,
+        save_folder=str(folder),
+        save_interval="3ba",
+        load_path=load_path,
+    )
+
+
+def test_a_mixing_list_resumes_bitwise(tmp_path):
+    whole = _resumable(tmp_path / "whole", "8ba")
+    whole.fit()
+    stopped = _resumable(tmp_path / "part", "3ba")
+    stopped.fit()
+    resumed = _resumable(tmp_path / "resumed", "8ba", load_path=str(tmp_path / "part" / "ep0-ba3-rank0.pt"))
+    resumed.fit()
+    for (name, a), b in zip(whole.state.model.state_dict().items(), resumed.state.model.state_dict().values()):
+        assert torch.equal(a, b), name
+
+
+def test_grad_accumulation_trains_on_the_big_batch_targets():
+    """Partners are drawn from the whole batch: the microbatches' targets put together are the big batch's."""
+
+    def targets(grad_accum: int) -> list[torch.Tensor]:
+        _, recorder = _fit([LabelSmoothing(alpha=0.1), MixUp(alpha=1.0), CutMix(alpha=1.0)], grad_accum, batches=2)
+        per_batch = [recorder.seen[i : i + grad_accum] for i in range(0, len(recorder.seen), grad_accum)]
+        return [torch.cat([t for _, t, _ in microbatches]) for microbatches in per_batch]
+
+    for big, accumulated in zip(targets(1), targets(4)):
+        torch.testing.assert_close(accumulated, big)

@@ -84,8 +84,8 @@ def main(folder: str, num_workers: int) -> None:
         optimizers=torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
         schedulers=cosine_annealing_scheduler,
         algorithms=[
+            LabelSmoothing(alpha=0.1),  # listed before MixUp: the order that once crashed; both orders compose
             MixUp(alpha=0.2),
-            LabelSmoothing(alpha=0.1),
             SelectiveBackprop(start=0.3, end=0.9, keep=0.5, scale_factor=1.0, interrupt=2),
         ],
         callbacks=[KillAt(os.environ["KILL_AT"])] if os.environ.get("KILL_AT") else [],
