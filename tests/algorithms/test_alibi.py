@@ -179,6 +179,27 @@ def test_scaling_of_one_leaves_batches_alone():
     assert alibi.match(Event.INIT, state)
 
 
+def test_train_sequence_length_is_the_scaled_length_and_checks_it():
+    alibi = Alibi.from_model(tiny_gpt(), train_sequence_length_scaling=0.25)
+    assert [alibi.train_sequence_length(n) for n in (4, 16, 64)] == [1, 4, 16]
+    assert Alibi.from_model(tiny_gpt(), train_sequence_length_scaling=1.0).train_sequence_length(10) == 10
+    with pytest.raises(ValueError, match=r"train_sequence_length_scaling=0.25 turns sequences of 10 tokens into 2.5"):
+        alibi.train_sequence_length(10)
+
+
+def test_with_seq_length_warmup_alibi_leaves_the_training_batch_to_it():
+    from composer.algorithms import SeqLengthWarmup
+
+    model = tiny_gpt()
+    alibi = Alibi.from_model(model, max_sequence_length=64, train_sequence_length_scaling=0.5)
+    alone = State(model=model, max_duration="1ep", algorithms=[alibi])
+    assert alibi.match(Event.AFTER_DATALOADER, alone)
+    for algorithms in ([alibi, SeqLengthWarmup()], [SeqLengthWarmup(), alibi]):
+        state = State(model=model, max_duration="1ep", algorithms=algorithms)
+        assert not alibi.match(Event.AFTER_DATALOADER, state)  # the warmup cuts once for both
+        assert alibi.match(Event.INIT, state)
+
+
 # ---- bad input ---------------------------------------------------------------------------------------------------
 
 

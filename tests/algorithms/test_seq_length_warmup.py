@@ -211,3 +211,123 @@ def test_hparams_have_the_seed_defaults():
         "truncate": True,
     }
     assert repr(config.initialize_object()) == repr(SeqLengthWarmup())
+
+
+# ---- with ALiBi: one cut, whatever the order ---------------------------------------------------------------------
+
+
+def _cut(ids: torch.Tensor, length: int, truncate: bool) -> torch.Tensor:
+    """The reference cut, for lengths that divide the sequence length: prefixes, or all tokens re-read in rows."""
+    return ids[:, :length] if truncate else ids.reshape(-1, length)
+
+
+@pytest.mark.parametrize("alibi_first", [True, False])
+@pytest.mark.parametrize(
+    "seq_len,scaling,min_len,max_len,duration,truncate,expected_len,expected_truncate",
+    [
+        # The warmup's 8 is shorter than ALiBi's 32 * 0.5 = 16: the warmup cuts, in its own mode.
+        (32, 0.5, 8, 32, 0.5, True, 8, True),
+        (32, 0.5, 8, 32, 0.5, False, 8, False),
+        # The warmup is over (32): ALiBi's 16 applies, reshaped.
+        (32, 0.5, 8, 32, 0.0, True, 16, False),
+        # Equal lengths (16): ALiBi's reshaping, every token kept.
+        (32, 0.5, 16, 32, 0.5, True, 16, False),
+        # ALiBi asks for 32 * 0.125 = 4, below min_seq_length: raised to 8.
+        (32, 0.125, 8, 32, 0.0, True, 8, False),
+        (32, 0.125, 8, 32, 0.5, True, 8, False),
+        # Sequences already no longer than min_seq_length are left alone.
+        (8, 0.5, 8, 32, 0.0, True, 8, True),
+    ],
+)
+def test_with_alibi_the_batch_is_cut_once_to_the_shorter_length_in_either_order(
+    alibi_first, seq_len, scaling, min_len, max_len, duration, truncate, expected_len, expected_truncate
+):
+    from composer.algorithms import Alibi
+
+    model = tiny_gpt()
+    alibi = Alibi.from_model(model, max_sequence_length=64, train_sequence_length_scaling=scaling)
+    warmup = SeqLengthWarmup(duration, min_len, max_len, step_size=8, truncate=truncate)
+    state = State(model=model, max_duration="10ba", algorithms=[alibi, warmup] if alibi_first else [warmup, alibi])
+    ids = torch.arange(2 * seq_len).view(2, seq_len) + 1
+    state.batch = {"input_ids": ids, "labels": ids + 100}  # both below the vocabulary size, 256
+
+    Engine(state).run_event(Event.AFTER_DATALOADER)
+
+    expected = _cut(ids, expected_len, expected_truncate)
+    assert torch.equal(state.batch["input_ids"], expected)
+    assert torch.equal(state.batch["labels"], expected + 100)
+    assert state.batch["input_ids"].shape[1] >= min(min_len, seq_len)
+
+
+def test_with_alibi_a_scaling_that_does_not_divide_the_length_is_still_refused():
+    from composer.algorithms import Alibi
+
+    model = tiny_gpt()
+    alibi = Alibi.from_model(model, max_sequence_length=64, train_sequence_length_scaling=0.25)
+    warmup = SeqLengthWarmup(0.0, 8, 32, step_size=8)
+    state = State(model=model, max_duration="10ba", algorithms=[warmup, alibi])
+    state.batch = {"input_ids": torch.zeros(2, 10, dtype=torch.long)}
+    with pytest.raises(ValueError, match=r"train_sequence_length_scaling=0.25 turns sequences of 10 tokens into 2.5"):
+        Engine(state).run_event(Event.AFTER_DATALOADER)
+
+
+def _train_with_alibi(
+    alibi_first: bool, scaling: float
+) -> tuple[list[dict[str, torch.Tensor]], dict[str, torch.Tensor]]:
+    """Trains the compact GPT for 4 batches of 4 x 32 bytes with ALiBi and a warmup 8 -> 32 over half the run."""
+    from composer.algorithms import Alibi
+
+    class RecordBatches(Callback):
+        def __init__(self) -> None:
+            self.batches: list[dict[str, torch.Tensor]] = []
+
+        def before_forward(self, state: State, logger: Logger) -> None:
+            self.batches.append({key: value.clone() for key, value in state.batch.items()})
+
+    model = tiny_gpt()
+    alibi = Alibi.from_model(model, max_sequence_length=64, train_sequence_length_scaling=scaling)
+    warmup = SeqLengthWarmup(duration=0.5, min_seq_length=8, max_seq_length=32, step_size=8, truncate=True)
+    recorder = RecordBatches()
+    data = ByteTextDataset(bytes(range(256)) * 2, seq_len=32)  # 16 windows: 4 batches of 4
+    trainer = Trainer(
+        model=model,
+        train_dataloader=DataLoader(data, batch_size=4),
+        max_duration="4ba",
+        algorithms=[alibi, warmup] if alibi_first else [warmup, alibi],
+        callbacks=[recorder],
+        optimizers=torch.optim.SGD(model.parameters(), lr=0.1),
+        device="cpu",
+        seed=0,
+        progress_bar=False,
+    )
+    trainer.fit()
+    trainer.close()
+    return recorder.batches, {key: value.clone() for key, value in model.state_dict().items()}
+
+
+@pytest.mark.parametrize("scaling", [0.5, 0.125])
+def test_with_alibi_both_orders_train_on_the_same_batches_to_the_same_weights(scaling):
+    batches, weights = _train_with_alibi(True, scaling)
+    reversed_batches, reversed_weights = _train_with_alibi(False, scaling)
+
+    # The reference: the loader's batches, cut by hand. The warmup's lengths are 8, 16, 32, 32 (batch b at b/4 of
+    # the run); ALiBi asks for 32 * scaling, at least min_seq_length = 8; the shorter applies, ALiBi's on a tie.
+    data = ByteTextDataset(bytes(range(256)) * 2, seq_len=32)
+    loader_batches = list(DataLoader(data, batch_size=4))
+    alibi_len = max(int(32 * scaling), 8)
+    expected_lengths = [min(warmup_seq_length(b / 4, 0.5, 8, 32, 8), alibi_len) for b in range(4)]
+    assert expected_lengths == ([8, 16, 16, 16] if scaling == 0.5 else [8, 8, 8, 8])
+    assert len(batches) == len(reversed_batches) == 4
+    for b, (first, second, loaded) in enumerate(zip(batches, reversed_batches, loader_batches)):
+        warmup_len = warmup_seq_length(b / 4, 0.5, 8, 32, 8)
+        truncate = warmup_len < alibi_len
+        expected_ids = _cut(loaded["input_ids"], expected_lengths[b], truncate)
+        assert torch.equal(first["input_ids"], expected_ids), b
+        assert torch.equal(first["labels"], _cut(loaded["labels"], expected_lengths[b], truncate)), b
+        assert first["input_ids"].shape[1] >= 8  # never below min_seq_length
+        assert first.keys() == second.keys()
+        for key in first:
+            assert torch.equal(first[key], second[key]), (b, key)
+    assert weights.keys() == reversed_weights.keys()
+    for key in weights:
+        assert torch.equal(weights[key], reversed_weights[key]), key

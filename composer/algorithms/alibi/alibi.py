@@ -18,7 +18,7 @@ from torch import nn
 
 from composer.algorithms.alibi.bias import AlibiBias, ZeroPositionEmbedding
 from composer.algorithms.alibi.policies import ALIBI_POLICIES
-from composer.algorithms.seq_length_warmup.seq_length_warmup import apply_seq_length_warmup
+from composer.algorithms.seq_length_warmup.seq_length_warmup import SeqLengthWarmup, apply_seq_length_warmup
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
 from composer.core.hparams import Hparams, hparams
@@ -210,7 +210,11 @@ def scale_sequence_length(batch: Mapping[str, Any], scaling: float) -> Mapping[s
             + (f" with keys {sorted(batch)}" if isinstance(batch, Mapping) else "")
             + ". Set train_sequence_length_scaling=1.0 to leave batches alone."
         )
-    seq_len = input_ids.shape[1]
+    return apply_seq_length_warmup(batch, _scaled_length(input_ids.shape[1], scaling), truncate=False)
+
+
+def _scaled_length(seq_len: int, scaling: float) -> int:
+    """``seq_len * scaling``, checked to be a whole number of tokens that divides ``seq_len``."""
     new_len = seq_len * scaling
     if not float(new_len).is_integer() or new_len < 1 or seq_len % int(new_len):
         raise ValueError(
@@ -218,7 +222,7 @@ def scale_sequence_length(batch: Mapping[str, Any], scaling: float) -> Mapping[s
             f"give a whole number of tokens that divides {seq_len} (for example 0.25 or 0.5 when {seq_len} is a "
             "multiple of 4)."
         )
-    return apply_seq_length_warmup(batch, int(new_len), truncate=False)
+    return int(new_len)
 
 
 def _find_policy(model: nn.Module) -> tuple[str, dict[str, Any]]:
@@ -258,7 +262,10 @@ class Alibi(Algorithm):
     tokens becomes ``4B`` sequences of ``S/4`` (every token kept; evaluation batches are left alone).
 
     Runs on ``INIT`` (the surgery of :func:`apply_alibi`, before the model moves to an accelerator; the optimizers
-    lose the removed parameters) and on ``AFTER_DATALOADER`` when ``train_sequence_length_scaling != 1``. The five
+    lose the removed parameters) and on ``AFTER_DATALOADER`` when ``train_sequence_length_scaling != 1``, unless
+    the run also has :class:`~composer.algorithms.SeqLengthWarmup`: then that cuts each batch once, to the shorter
+    of the two lengths (ALiBi's never below the warmup's ``min_seq_length``), whatever the order of the two in
+    ``algorithms`` (see :meth:`train_sequence_length` and the method cards). The five
     path arguments let it target any attention class; :meth:`from_model` fills them in for
     :class:`~composer.models.GPT` and Hugging Face GPT-2 and BERT (under ``attn_implementation`` ``'sdpa'``, the
     default, or ``'eager'``).
@@ -349,9 +356,35 @@ class Alibi(Algorithm):
             train_sequence_length_scaling=train_sequence_length_scaling,
         )
 
+    def train_sequence_length(self, seq_len: int) -> int:
+        """The length of the training sequences made from batches of ``seq_len`` tokens per sequence.
+
+        Args:
+            seq_len: Tokens per sequence in the batches the dataloader yields.
+
+        Returns:
+            int: ``seq_len * train_sequence_length_scaling``.
+
+        Raises:
+            ValueError: If that is not a whole number of tokens dividing ``seq_len``.
+
+        Example:
+            >>> from composer.models import GPT, GPTConfig
+            >>> alibi = Alibi.from_model(GPT(GPTConfig(n_layer=1)), train_sequence_length_scaling=0.25)
+            >>> alibi.train_sequence_length(64)
+            16
+        """
+        if self.train_sequence_length_scaling == 1.0:
+            return seq_len
+        return _scaled_length(seq_len, self.train_sequence_length_scaling)
+
     def match(self, event: Event, state: State) -> bool:
-        """Runs on ``INIT``, and on ``AFTER_DATALOADER`` unless ``train_sequence_length_scaling`` is 1."""
-        return event == Event.INIT or (event == Event.AFTER_DATALOADER and self.train_sequence_length_scaling != 1.0)
+        """Runs on ``INIT``; on ``AFTER_DATALOADER`` when scaling, unless a SeqLengthWarmup cuts for both."""
+        return event == Event.INIT or (
+            event == Event.AFTER_DATALOADER
+            and self.train_sequence_length_scaling != 1.0
+            and not any(isinstance(algorithm, SeqLengthWarmup) for algorithm in state.algorithms)
+        )
 
     def apply(self, event: Event, state: State, logger: Logger) -> None:
         """Performs the surgery at ``INIT``; reshapes the training batch to shorter sequences afterwards."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
 
 import torch
@@ -98,6 +98,27 @@ def _reshape_rows(value: torch.Tensor, seq_len: int, pad_value: int) -> tuple[to
     return flat.reshape(-1, seq_len, *flat.shape[1:]), num_pad
 
 
+def _input_ids(batch: Mapping[str, Any]) -> torch.Tensor:
+    """``batch['input_ids']``, checked to be a ``(B, S)`` tensor in a mapping."""
+    if not isinstance(batch, Mapping):
+        raise TypeError(
+            f"apply_seq_length_warmup needs a batch that is a dict of tensors such as {{'input_ids': ..., "
+            f"'labels': ...}}, got a {type(batch).__name__}. Use a dataset or collator that yields dicts."
+        )
+    if "input_ids" not in batch:
+        raise ValueError(
+            f"apply_seq_length_warmup needs batch['input_ids'] of shape (B, S) to know the sequence length; the "
+            f"batch has keys {sorted(batch)}. Name the token ids 'input_ids'."
+        )
+    input_ids = batch["input_ids"]
+    if not isinstance(input_ids, torch.Tensor) or input_ids.ndim != 2:
+        raise ValueError(
+            f"batch['input_ids'] must be a tensor of shape (B, S), got "
+            f"{tuple(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__}."
+        )
+    return input_ids
+
+
 def apply_seq_length_warmup(batch: Mapping[str, Any], curr_seq_len: int, truncate: bool = True) -> Mapping[str, Any]:
     """Returns the batch with every ``(B, S, ...)`` tensor cut to sequences of ``curr_seq_len`` tokens.
 
@@ -134,23 +155,8 @@ def apply_seq_length_warmup(batch: Mapping[str, Any], curr_seq_len: int, truncat
                 [   5,    6,    7,    8,    9],
                 [  10,   11, -100, -100, -100]])
     """
-    if not isinstance(batch, Mapping):
-        raise TypeError(
-            f"apply_seq_length_warmup needs a batch that is a dict of tensors such as {{'input_ids': ..., "
-            f"'labels': ...}}, got a {type(batch).__name__}. Use a dataset or collator that yields dicts."
-        )
-    if "input_ids" not in batch:
-        raise ValueError(
-            f"apply_seq_length_warmup needs batch['input_ids'] of shape (B, S) to know the sequence length; the "
-            f"batch has keys {sorted(batch)}. Name the token ids 'input_ids'."
-        )
+    input_ids = _input_ids(batch)
     _check_positive_int("curr_seq_len", curr_seq_len)
-    input_ids = batch["input_ids"]
-    if not isinstance(input_ids, torch.Tensor) or input_ids.ndim != 2:
-        raise ValueError(
-            f"batch['input_ids'] must be a tensor of shape (B, S), got "
-            f"{tuple(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__}."
-        )
     batch_size, seq_len = input_ids.shape
     if seq_len <= curr_seq_len:
         return batch
@@ -181,6 +187,38 @@ def set_batch_sequence_length(batch: Mapping[str, Any], curr_seq_len: int, trunc
     return apply_seq_length_warmup(batch, curr_seq_len, truncate)
 
 
+def _combined_cut(
+    curr_seq_len: int, truncate: bool, min_seq_length: int, scaled_seq_len: int | None
+) -> tuple[int, bool]:
+    """The one cut to make, ``(length, truncate)``, when ALiBi's scaling also asks for ``scaled_seq_len`` tokens.
+
+    Both lengths come from the batch the dataloader yielded. ALiBi's is raised to ``min_seq_length``; unless the
+    warmup's ``curr_seq_len`` is then shorter, it applies, by reshaping (ALiBi keeps every token); otherwise the
+    warmup's length applies, in its own mode. ``scaled_seq_len=None`` (no ALiBi scaling) gives the warmup's cut.
+
+    Example:
+        >>> _combined_cut(16, True, 8, 4), _combined_cut(16, True, 8, 12), _combined_cut(12, True, 8, 12)
+        ((8, False), (12, False), (12, False))
+        >>> _combined_cut(8, True, 8, 12), _combined_cut(8, False, 8, None)
+        ((8, True), (8, False))
+    """
+    if scaled_seq_len is not None and max(scaled_seq_len, min_seq_length) <= curr_seq_len:
+        return max(scaled_seq_len, min_seq_length), False
+    return curr_seq_len, truncate
+
+
+def _alibi_seq_len(algorithms: Sequence[Algorithm], batch: Mapping[str, Any]) -> int | None:
+    """The shortest training length an :class:`~composer.algorithms.Alibi` of the run asks for, or None."""
+    # Imported here, not at the top: the alibi module imports this one.
+    from composer.algorithms.alibi.alibi import Alibi
+
+    alibis = [a for a in algorithms if isinstance(a, Alibi) and a.train_sequence_length_scaling != 1.0]
+    if not alibis:
+        return None
+    seq_len = int(_input_ids(batch).shape[1])
+    return min(alibi.train_sequence_length(seq_len) for alibi in alibis)
+
+
 def _tile_to_length(value: Any, num_rows: int, batch_size: int, seq_len: int, length: int) -> Any:
     """A batch entry for the pre-allocation pass: ``num_rows`` rows, sequences repeated out to ``length``."""
     if not isinstance(value, torch.Tensor) or value.ndim == 0 or value.shape[0] != batch_size:
@@ -200,6 +238,11 @@ class SeqLengthWarmup(Algorithm):
     at ``duration`` of the run, then ``max_seq_length`` to the end. ``truncate=True`` keeps each sequence's prefix;
     ``truncate=False`` reshapes all tokens into more, shorter sequences (see :func:`apply_seq_length_warmup`).
     Batches must be dicts with ``'input_ids'``, as Hugging Face collators produce them.
+
+    With :class:`~composer.algorithms.Alibi` and its ``train_sequence_length_scaling`` in the same run, the batch
+    is cut once, here, whatever the order of the two in ``algorithms``: both lengths are computed from the batch the
+    dataloader yielded; ALiBi's (raised to ``min_seq_length`` if it is below) applies, by reshaping, unless the
+    scheduled length is shorter, which then applies as without ALiBi. Alibi leaves the batch to this algorithm.
 
     Changing lengths can fragment GPU memory, so on the first batch the algorithm runs one forward and backward
     pass at ``max_seq_length`` (the batch's own tokens repeated, with ``ceil(batch_size / grad_accum)`` rows) to
@@ -245,14 +288,17 @@ class SeqLengthWarmup(Algorithm):
         return event == Event.AFTER_DATALOADER
 
     def apply(self, event: Event, state: State, logger: Logger) -> None:
-        """Pre-allocates memory on the first batch, then cuts the batch to the scheduled length."""
+        """Pre-allocates memory on the first batch, then cuts the batch to the scheduled length (or ALiBi's)."""
         if not self._preallocated:
             self._preallocate(state)
             self._preallocated = True
         curr_seq_len = warmup_seq_length(
             state.get_elapsed_duration().value, self.duration, self.min_seq_length, self.max_seq_length, self.step_size
         )
-        state.batch = apply_seq_length_warmup(state.batch_dict, curr_seq_len, self.truncate)
+        batch = state.batch_dict
+        scaled_seq_len = _alibi_seq_len(state.algorithms, batch)  # Alibi leaves the cut to this algorithm
+        curr_seq_len, truncate = _combined_cut(curr_seq_len, self.truncate, self.min_seq_length, scaled_seq_len)
+        state.batch = apply_seq_length_warmup(batch, curr_seq_len, truncate)
         logger.metric_batch(
             {
                 "seq_length_warmup/curr_seq_len": curr_seq_len,
