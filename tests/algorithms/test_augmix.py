@@ -177,8 +177,10 @@ def test_bad_arguments_raise_naming_the_argument(kwargs, match):
 def test_bad_images_raise():
     with pytest.raises(ValueError, match=r"mode 'RGBA'.*\['RGB', 'L'\]"):
         augment_and_mix(Image.new("RGBA", (4, 4)))
+    with pytest.raises(ValueError, match=r"float images must lie in \[0, 1\]"):
+        augment_and_mix(torch.rand(3, 4, 4) + 1.0)  # float tensors are accepted, but only in [0, 1]
     with pytest.raises(ValueError, match="uint8"):
-        augment_and_mix(torch.rand(3, 4, 4))
+        augment_and_mix(torch.zeros(3, 4, 4, dtype=torch.int32))
     with pytest.raises(TypeError, match="PIL image"):
         augment_and_mix(np.zeros((4, 4, 3), dtype=np.uint8))
     with pytest.raises(ValueError, match="needs an image"):

@@ -19,7 +19,7 @@ import torch
 from composer.algorithms.utils.augmentation_primitives import AugmentationOp, apply_op, check_level
 from composer.algorithms.utils.augmentation_sets import augmentation_sets, choose, get_augmentation_set
 from composer.algorithms.utils.dataset_transform import add_vision_dataset_transform
-from composer.algorithms.utils.pil_image import from_array, require_pil, to_pil
+from composer.algorithms.utils.pil_image import as_pil, require_pil
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
 from composer.core.hparams import Hparams, hparams
@@ -81,7 +81,9 @@ def augment_and_mix(
     <https://arxiv.org/abs/1912.02781>`_ (Hendrycks et al. 2020); only the augmentation, not the consistency loss.
 
     Args:
-        img: A PIL image of mode 'RGB' or 'L', or a uint8 tensor of shape (3, H, W) or (1, H, W). Required.
+        img: A PIL image of mode 'RGB' or 'L', or a tensor of shape (3, H, W) or (1, H, W): uint8 (0 to 255), or
+            float with values in [0, 1] as ``ToTensor`` gives (quantised to 256 levels, ``round(x * 255)``, for the
+            operations, which work on 8-bit images). Required.
         severity: Severity of the operations, 0 (none) to 10 (most severe).
         depth: Operations per chain; -1 draws it uniformly from 1 to 3 for each chain.
         width: Number of augmented chains to mix.
@@ -93,10 +95,12 @@ def augment_and_mix(
         generator: Source of randomness; torch's default generator if None.
 
     Returns:
-        PIL.Image.Image | torch.Tensor: The augmented image, of the input's type, mode (or dtype) and size.
+        PIL.Image.Image | torch.Tensor: The augmented image, of the input's kind and size: a PIL image of the same
+        mode, or a tensor of the same dtype, shape and device (a float one in [0, 1], in steps of 1/255).
 
     Raises:
-        ValueError: If an argument is out of range, or the image has a mode other than 'RGB' or 'L'.
+        ValueError: If an argument is out of range, the image has a mode other than 'RGB' or 'L', or a tensor has
+            another dtype or shape, or float values outside [0, 1].
         TypeError: If ``img`` is neither a PIL image nor a tensor.
 
     Example:
@@ -107,12 +111,18 @@ def augment_and_mix(
         ('RGB', (32, 32))
         >>> augment_and_mix(img, generator=torch.Generator().manual_seed(0)) == out  # same seed, same image
         True
+        >>> x = torch.rand(3, 32, 32, generator=torch.Generator().manual_seed(0))  # a float image, as ToTensor gives
+        >>> out = augment_and_mix(x, generator=torch.Generator().manual_seed(0))
+        >>> out.dtype, out.shape, 0.0 <= out.min().item() <= out.max().item() <= 1.0
+        (torch.float32, torch.Size([3, 32, 32]), True)
     """
     _check_augmix(severity, depth, width, alpha)
     ops = get_augmentation_set(augmentation_set)
     if img is None:
-        raise ValueError("augment_and_mix needs an image: pass img=<a PIL image or a uint8 (C, H, W) tensor>.")
-    pil_img, was_tensor = to_pil(img, "augment_and_mix")
+        raise ValueError(
+            "augment_and_mix needs an image: pass img=<a PIL image, or a (C, H, W) tensor, uint8 or float in [0, 1]>."
+        )
+    pil_img, restore = as_pil(img, "augment_and_mix")
     level = float(severity)
 
     gammas = torch._standard_gamma(_concentration(width, float(alpha)), generator=generator)
@@ -139,7 +149,7 @@ def augment_and_mix(
         mixed += np.asarray(chain, dtype=np.float32) * np.float32(mix_weight * weight)
     # A convex combination of values in [0, 255] stays in [0, 255]; adding 0.5 and truncating rounds to nearest.
     mixed += 0.5
-    return from_array(mixed.astype(np.uint8), as_tensor=was_tensor)
+    return restore(mixed.astype(np.uint8))
 
 
 @functools.lru_cache(maxsize=8)
@@ -149,7 +159,8 @@ def _concentration(width: int, alpha: float) -> torch.Tensor:
 
 
 augmix_image = augment_and_mix
-"""Alias of :func:`augment_and_mix` (the name of the functional form in Composer 0.5)."""
+"""Alias of :func:`augment_and_mix` (the name of the functional form in Composer 0.5): the same function, so it takes PIL
+images, uint8 tensors and float tensors in [0, 1] alike, and returns the kind it was given."""
 
 
 class AugmentAndMixTransform:

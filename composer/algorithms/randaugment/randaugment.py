@@ -17,7 +17,7 @@ import torch
 from composer.algorithms.utils.augmentation_primitives import AugmentationOp, apply_op, check_level
 from composer.algorithms.utils.augmentation_sets import augmentation_sets, choose, get_augmentation_set
 from composer.algorithms.utils.dataset_transform import add_vision_dataset_transform
-from composer.algorithms.utils.pil_image import from_array, require_pil, to_pil
+from composer.algorithms.utils.pil_image import as_pil, require_pil
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
 from composer.core.hparams import Hparams, hparams
@@ -60,7 +60,9 @@ def randaugment(
     <https://arxiv.org/abs/1909.13719>`_ (Cubuk et al. 2020).
 
     Args:
-        img: A PIL image of mode 'RGB' or 'L', or a uint8 tensor of shape (3, H, W) or (1, H, W). Required.
+        img: A PIL image of mode 'RGB' or 'L', or a tensor of shape (3, H, W) or (1, H, W): uint8 (0 to 255), or
+            float with values in [0, 1] as ``ToTensor`` gives (quantised to 256 levels, ``round(x * 255)``, for the
+            operations, which work on 8-bit images). Required.
         severity: Severity of the operations, 0 to 10 (M in the paper).
         depth: Number of operations applied in sequence (N in the paper); 0 returns the image unchanged.
         augmentation_set: A set name ('all', 'safe', 'original' or the long names 'augmentations_all',
@@ -69,10 +71,12 @@ def randaugment(
         generator: Source of randomness; torch's default generator if None.
 
     Returns:
-        PIL.Image.Image | torch.Tensor: The augmented image, of the input's type, mode (or dtype) and size.
+        PIL.Image.Image | torch.Tensor: The augmented image, of the input's kind and size: a PIL image of the same
+        mode, or a tensor of the same dtype, shape and device (a float one in [0, 1], in steps of 1/255).
 
     Raises:
-        ValueError: If an argument is out of range, or the image has a mode other than 'RGB' or 'L'.
+        ValueError: If an argument is out of range, the image has a mode other than 'RGB' or 'L', or a tensor has
+            another dtype or shape, or float values outside [0, 1].
         TypeError: If ``img`` is neither a PIL image nor a tensor.
 
     Example:
@@ -83,23 +87,31 @@ def randaugment(
         ('RGB', (32, 32))
         >>> randaugment(img, depth=0) == img
         True
+        >>> x = torch.rand(3, 32, 32, generator=torch.Generator().manual_seed(0))  # a float image, as ToTensor gives
+        >>> out = randaugment(x, generator=torch.Generator().manual_seed(0))
+        >>> out.dtype, out.shape, 0.0 <= out.min().item() <= out.max().item() <= 1.0
+        (torch.float32, torch.Size([3, 32, 32]), True)
     """
     _check_randaugment(severity, depth)
     ops = get_augmentation_set(augmentation_set)
     if img is None:
-        raise ValueError("randaugment needs an image: pass img=<a PIL image or a uint8 (C, H, W) tensor>.")
-    pil_img, was_tensor = to_pil(img, "randaugment")
+        raise ValueError(
+            "randaugment needs an image: pass img=<a PIL image, or a (C, H, W) tensor, uint8 or float in [0, 1]>."
+        )
+    pil_img, restore = as_pil(img, "randaugment")
     level = float(severity)
     uniforms = torch.rand(3 * depth, generator=generator).tolist()
     augmented = pil_img
     for step in range(depth):
         u_op, u_magnitude, u_sign = uniforms[3 * step : 3 * step + 3]
         augmented = apply_op(ops[choose(u_op, len(ops))], augmented, level, u_magnitude, u_sign)
-    return from_array(np.array(augmented), as_tensor=True) if was_tensor else augmented
+    # A PIL input gets the augmented PIL image itself; a tensor input a tensor of its own dtype and device.
+    return restore(np.array(augmented)) if isinstance(img, torch.Tensor) else augmented
 
 
 randaugment_image = randaugment
-"""Alias of :func:`randaugment` (the name of the functional form in Composer 0.5)."""
+"""Alias of :func:`randaugment` (the name of the functional form in Composer 0.5): the same function, so it takes PIL
+images, uint8 tensors and float tensors in [0, 1] alike, and returns the kind it was given."""
 
 
 class RandAugmentTransform:
