@@ -25,16 +25,18 @@ import json
 import logging
 import os
 import pickle
+import pickletools
 import platform
 import re
 import signal
 import string
 import struct
 import warnings
+import zipfile
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 
 import torch
 
@@ -89,8 +91,22 @@ _TIME_FIELDS = ("batch", "sample", "token", "epoch", "batch_in_epoch", "sample_i
 class CheckpointError(ValueError):
     """A checkpoint file that cannot be used: unreadable, truncated, failing its checksum, or unsafe to load.
 
-    The message names the file and says what to do.
+    The message names the file and says what to do; :attr:`reason` says in a few words what is wrong with it (for
+    lists of refused files, as autoresume gives).
+
+    Args:
+        message (str): The whole message.
+        reason (str, optional): What is wrong, in a few words; default: the message.
+
+    Example:
+        >>> error = CheckpointError("ep1-ba8.pt failed its checksum: ...", reason="failed its checksum")
+        >>> error.reason
+        'failed its checksum'
     """
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason if reason is not None else message
 
 
 def is_safetensors_available() -> bool:
@@ -551,41 +567,92 @@ def read_checkpoint(path: str | os.PathLike[str], *, verify: bool = True) -> dic
     if intact is False:
         raise CheckpointError(
             f"{path} failed its checksum: the file is corrupt (a flipped bit or a partial overwrite). Use an older "
-            "checkpoint (autoresume falls back to one by itself)."
+            "checkpoint (autoresume falls back to one by itself).",
+            reason="failed its checksum (a flipped bit or a partial overwrite)",
         )
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
-        if "weights only" in str(e).lower() or "weights_only" in str(e):
+        # torch's weights-only unpickler refuses a crafted pickle and random bytes alike; only a well-formed pickle
+        # that imports or calls something is a crafted one.
+        weights_only_refusal = "weights only" in str(e).lower() or "weights_only" in str(e)
+        if weights_only_refusal and _pickle_imports_code(path):
             raise CheckpointError(
                 f"Refusing to load {path}: it holds Python objects other than tensors and plain values, and "
                 "unpickling them could run code from the file. Checkpoints written by composer never do; the file "
                 "is corrupt or was crafted. Do not load it with weights_only=False unless you trust where it came "
-                f"from. (torch: {str(e).splitlines()[0]})"
+                f"from. (torch: {str(e).splitlines()[0]})",
+                reason="holds Python objects that could run code when unpickled (crafted, or not composer's)",
             ) from None
-        raise _corrupt(path, e) from None
+        raise _corrupt(path, None if weights_only_refusal else e) from None
     except Exception as e:
         raise _corrupt(path, e) from None
     if not isinstance(payload, dict):
-        raise CheckpointError(f"{path} holds a {type(payload).__name__}, not a checkpoint dict.")
+        raise CheckpointError(
+            f"{path} holds a {type(payload).__name__}, not a checkpoint dict.",
+            reason=f"holds a {type(payload).__name__}, not a checkpoint dict",
+        )
     if "format_version" not in payload:
         if payload and all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in payload.items()):
             return {"format_version": 0, "metadata": {"weights_only": True}, "state": {"model": payload}}
         raise CheckpointError(
             f"{path} is not a composer checkpoint (no 'format_version') nor a plain model state dict of tensors; "
-            "load it yourself and pass the weights to composer.utils.checkpoint.load_model_state."
+            "load it yourself and pass the weights to composer.utils.checkpoint.load_model_state.",
+            reason="not a composer checkpoint (no 'format_version') nor a plain state dict",
         )
     if intact is None:
         raise CheckpointError(
             f"{path} has lost its checksum (the end of the file is missing or damaged): it is truncated or corrupt. "
-            "Use an older checkpoint (autoresume falls back to one by itself)."
+            "Use an older checkpoint (autoresume falls back to one by itself).",
+            reason="lost its checksum (truncated or corrupt)",
         )
     if payload["format_version"] > FORMAT_VERSION:
         raise CheckpointError(
             f"{path} has checkpoint format {payload['format_version']}, newer than this library reads "
-            f"({FORMAT_VERSION}); upgrade opencomposer."
+            f"({FORMAT_VERSION}); upgrade opencomposer.",
+            reason=f"format {payload['format_version']} is newer than this library reads ({FORMAT_VERSION})",
         )
     return payload
+
+
+# Pickle opcodes that import a global or call one: a pickle without any of them only builds plain values.
+_CODE_OPCODES = frozenset(
+    {"GLOBAL", "STACK_GLOBAL", "INST", "OBJ", "REDUCE", "NEWOBJ", "NEWOBJ_EX", "BUILD", "EXT1", "EXT2", "EXT4"}
+)
+
+
+def _pickle_imports_code(path: Path) -> bool:
+    """Whether ``path`` holds a complete, well-formed pickle that imports or calls something (a crafted pickle), as
+    opposed to bytes that only fail to unpickle (a truncated file, a text file). Only parses; runs nothing.
+
+    The pickle is the archive's ``data.pkl`` for a zip file (what ``torch.save`` writes), else the file itself (a
+    ``pickle.dump`` or a legacy ``torch.save``, which writes several pickles in a row).
+    """
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                names = [name for name in archive.namelist() if name.endswith("data.pkl")]
+                if not names:
+                    return False
+                with archive.open(names[0]) as stream:
+                    return _pickles_import_code(stream)
+        with open(path, "rb") as stream:
+            return _pickles_import_code(stream)
+    except (OSError, zipfile.BadZipFile, RuntimeError, ValueError):
+        return False
+
+
+def _pickles_import_code(stream: IO[bytes], limit: int = 8) -> bool:
+    for _ in range(limit):  # consecutive pickles; a legacy torch.save writes five
+        seen: set[str] = set()
+        try:
+            for opcode, _arg, _pos in pickletools.genops(stream):  # stops after the pickle's STOP
+                seen.add(opcode.name)
+        except Exception:  # not a well-formed pickle from here on: unknown opcode, truncated argument, EOF
+            return False
+        if seen & _CODE_OPCODES:
+            return True
+    return False
 
 
 def _file_checksum_matches(path: Path) -> bool | None:
@@ -619,11 +686,21 @@ def _hash_rest(f: BinaryIO, digest: Any, limit: int | None = None) -> None:
         remaining -= read
 
 
-def _corrupt(path: Path, error: Exception) -> CheckpointError:
-    first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+def _corrupt(path: Path, error: Exception | None) -> CheckpointError:
+    """The error for a file that is no readable checkpoint at all; ``error`` is the reader's, if worth showing."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = -1
+    what = f"not a checkpoint: truncated or corrupt ({size} bytes)"
+    detail = ""
+    if error is not None:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        detail = f" (reading it failed with {type(error).__name__}{': ' + first_line if first_line else ''})"
     return CheckpointError(
-        f"Cannot read checkpoint {path}: it is truncated or corrupt ({type(error).__name__}: {first_line}). Use an "
-        "older checkpoint (autoresume falls back to one by itself)."
+        f"{path} is {what}{detail}. Use an older checkpoint (autoresume falls back to one by itself), or copy the "
+        "file again if it came from elsewhere.",
+        reason=what,
     )
 
 
@@ -646,7 +723,8 @@ def _read_safetensors(path: Path, verify: bool) -> dict[str, Any]:
                 if digest.hexdigest() != header["checksum"]:
                     raise CheckpointError(
                         f"{path} failed its checksum: the file is corrupt. Use an older checkpoint (autoresume falls "
-                        "back to one by itself)."
+                        "back to one by itself).",
+                        reason="failed its checksum",
                     )
         with safe_open(str(path), framework="pt") as f:
             weights = {key: f.get_tensor(key) for key in f.keys()}  # noqa: SIM118 (safe_open has no __iter__)
@@ -714,7 +792,8 @@ def restore_checkpoint(
     if saved_weights_only and not weights_only:
         raise CheckpointError(
             f"{path} holds only model weights, so training cannot resume from it; pass load_weights_only=True to "
-            "start from these weights."
+            "start from these weights.",
+            reason="holds only model weights (saved with weights_only), so training cannot resume from it",
         )
     load_model_state(state.model, saved["model"], strict=strict, ignore_keys=ignore_keys)
     if not weights_only:

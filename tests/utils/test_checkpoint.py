@@ -228,6 +228,35 @@ def test_a_file_crafted_to_run_code_is_refused_and_runs_nothing(tmp_path, writer
         assert marker.exists()
 
 
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"x",  # a checkpoint truncated to its first byte would be b"P" (a zip archive); both are 1 byte
+        b"P",
+        b"lorem ipsum dolor sit amet\n",  # a plain text file
+        b'{"epoch": 3, "note": "not a checkpoint"}\n',
+        b"import os\nos.system('echo hi')\n",  # text that looks like code is still only text
+    ],
+)
+def test_a_file_that_is_no_checkpoint_at_all_says_so_and_not_that_it_could_run_code(tmp_path, content):
+    path = tmp_path / "ckpt.pt"
+    path.write_bytes(content)
+    with pytest.raises(CheckpointError) as caught:
+        read_checkpoint(path)
+    message = str(caught.value)
+    assert f"not a checkpoint: truncated or corrupt ({len(content)} bytes)" in message
+    assert "ckpt.pt" in message and "could run code" not in message and "crafted" not in message
+
+
+def test_a_checkpoint_truncated_to_one_byte_is_reported_as_truncated(tmp_path):
+    path = save_checkpoint(trained_state(), tmp_path / "ckpt.pt")
+    path.write_bytes(path.read_bytes()[:1])
+    with pytest.raises(CheckpointError, match=r"ckpt\.pt is not a checkpoint: truncated or corrupt \(1 bytes\)"):
+        read_checkpoint(path)
+    with pytest.raises(CheckpointError, match=r"not a checkpoint: truncated or corrupt \(1 bytes\)"):
+        read_checkpoint(path, verify=False)
+
+
 def test_a_missing_file_says_so(tmp_path):
     with pytest.raises(FileNotFoundError, match="No checkpoint at"):
         read_checkpoint(tmp_path / "nope.pt")
