@@ -35,7 +35,9 @@ class CheckpointSaver(Callback):
     """Saves the training state at an interval, atomically, keeping the newest ``num_checkpoints_to_keep``.
 
     A checkpoint is written at ``BATCH_CHECKPOINT`` or ``EPOCH_CHECKPOINT`` when the interval says so, and once
-    more at the last ``EPOCH_CHECKPOINT`` of the run, so the final state is always saved. Each file is written by
+    more at the last ``EPOCH_CHECKPOINT`` of the run, so the final state is always saved; never twice after the same
+    batch (a batch interval that saved an epoch's last batch is not followed by a save of the same weights when the
+    epoch ends). Each file is written by
     :func:`composer.utils.checkpoint.save_checkpoint` (temporary file, fsync, rename; with a checksum); then the
     ``latest`` link is pointed at it, and the oldest checkpoints beyond ``num_checkpoints_to_keep`` are deleted. The
     state is replicated across processes, so only rank 0 writes. The Trainer adds one of these for you when given
@@ -70,7 +72,7 @@ class CheckpointSaver(Callback):
         ...                   callbacks=[saver], progress_bar=False)
         >>> trainer.fit()
         >>> [p.name for p in saver.saved_checkpoints]
-        ['ep1-ba4-rank0.pt']
+        ['ep0-ba4-rank0.pt']
         >>> trainer.close()
     """
 
@@ -109,7 +111,9 @@ class CheckpointSaver(Callback):
         self.folder_path: Path | None = None
         self.saved_checkpoints: list[Path] = []
         self._interval_function, self._interval = _parse_interval(save_interval)
-        self._last_saved: tuple[int, int] | None = None  # (epoch, batch) of the last save
+        # The batch count of the last save. Not (epoch, batch): at an epoch's end the epoch count moves on while the
+        # weights stay those of its last batch, which a batch interval may have saved already.
+        self._last_saved: int | None = None
         self._bucket: int | None = None  # for sample, token and duration intervals: which multiple we are past
 
     # ---- events ------------------------------------------------------------------------------------------------
@@ -163,7 +167,7 @@ class CheckpointSaver(Callback):
         previous = (self._last_saved, list(self.saved_checkpoints))
         # Recorded before saving, so that the checkpoint lists itself and not the files about to be deleted: a run
         # resumed from it prunes exactly what this one would have.
-        self._last_saved = (state.timer.epoch.value, state.timer.batch.value)
+        self._last_saved = state.timer.batch.value
         kept = [p for p in self.saved_checkpoints if p != path] + [path]
         keep = self.num_checkpoints_to_keep
         stale = kept[:-keep] if keep > 0 else []
@@ -193,8 +197,8 @@ class CheckpointSaver(Callback):
 
     def _due(self, state: State, event: Event) -> bool:
         timer = state.timer
-        if self._last_saved == (timer.epoch.value, timer.batch.value):
-            return False  # already saved at this time (a batch interval ending the epoch, then the epoch event)
+        if self._last_saved == timer.batch.value:
+            return False  # already saved after this batch (a batch interval ending the epoch, then the epoch event)
         if event is Event.EPOCH_CHECKPOINT and (
             state.stop_requested or timer.get(state.max_duration.unit) >= state.max_duration
         ):
@@ -229,7 +233,7 @@ class CheckpointSaver(Callback):
             "saved_checkpoints": [
                 p.relative_to(folder).as_posix() if p.is_relative_to(folder) else str(p) for p in self.saved_checkpoints
             ],
-            "last_saved": list(self._last_saved) if self._last_saved is not None else None,
+            "last_saved": self._last_saved,
             "bucket": self._bucket,
         }
 
@@ -237,7 +241,9 @@ class CheckpointSaver(Callback):
         folder = self._folder()
         self.saved_checkpoints = [folder / p for p in state.get("saved_checkpoints", [])]
         last = state.get("last_saved")
-        self._last_saved = (int(last[0]), int(last[1])) if last is not None else None
+        if isinstance(last, (list, tuple)):  # written before the batch count alone: (epoch, batch)
+            last = last[-1]
+        self._last_saved = int(last) if last is not None else None
         self._bucket = state.get("bucket")
 
 

@@ -37,9 +37,9 @@ def names(saver):
         ("1ep", ["ep1-ba4.pt", "ep2-ba8.pt"]),
         (1, ["ep1-ba4.pt", "ep2-ba8.pt"]),
         ("3ba", ["ep0-ba3.pt", "ep1-ba6.pt", "ep2-ba8.pt"]),  # and the final state
-        ("4ba", ["ep0-ba4.pt", "ep1-ba8.pt", "ep2-ba8.pt"]),  # the epoch's last batch, before the epoch ends
+        ("4ba", ["ep0-ba4.pt", "ep1-ba8.pt"]),  # the epoch's last batch, before the epoch ends; the end: saved
         ("20sp", ["ep1-ba5.pt", "ep2-ba8.pt"]),  # 4 samples a batch: 20 samples are crossed at batch 5
-        ("0.5dur", ["ep0-ba4.pt", "ep1-ba8.pt", "ep2-ba8.pt"]),
+        ("0.5dur", ["ep0-ba4.pt", "ep1-ba8.pt"]),
     ],
 )
 def test_save_interval(tmp_path, interval, expected):
@@ -47,6 +47,25 @@ def test_save_interval(tmp_path, interval, expected):
     train(saver)
     assert names(saver) == expected
     assert sorted(p.name for p in tmp_path.glob("ep*.pt")) == sorted(expected)
+
+
+@pytest.mark.parametrize("interval", ["4ba", "0.5dur", "16sp", lambda state: state.timer.batch.value % 4 == 0])
+def test_the_final_state_is_saved_once_when_the_last_batch_was_just_saved(tmp_path, interval):
+    # The run ends on a batch that the interval saves; the epoch then ends (the epoch count changes) and the final
+    # state would be saved a second time, under another name, for the very same weights.
+    saver = CheckpointSaver(folder=str(tmp_path), filename="ep{epoch}-ba{batch}.pt", save_interval=interval)
+    trainer = train(saver)
+    assert int(trainer.state.timer.batch) == 8 and int(trainer.state.timer.epoch) == 2
+    assert sorted(p.name for p in tmp_path.glob("ep*.pt")) == ["ep0-ba4.pt", "ep1-ba8.pt"]
+    assert (tmp_path / "latest-rank0.pt").resolve().name == "ep1-ba8.pt"
+
+
+def test_the_same_time_guard_survives_a_resume_and_reads_old_checkpoints(tmp_path):
+    saver = CheckpointSaver(folder=str(tmp_path), save_interval="1ba")
+    saver.load_state_dict({"saved_checkpoints": [], "last_saved": [1, 8], "bucket": None})  # (epoch, batch): old
+    assert saver.state_dict()["last_saved"] == 8
+    saver.load_state_dict({"saved_checkpoints": [], "last_saved": 8, "bucket": None})
+    assert saver.state_dict()["last_saved"] == 8
 
 
 def test_a_function_of_the_state_decides_when_to_save(tmp_path):
@@ -78,11 +97,11 @@ def test_keeps_the_newest_and_points_latest_at_the_newest(tmp_path):
     )
     train(saver)
     folder = tmp_path / "demo"
-    assert sorted(p.name for p in folder.iterdir()) == ["ep1-ba8-rank0.pt", "ep2-ba8-rank0.pt", "latest-rank0.pt"]
-    assert (folder / "latest-rank0.pt").resolve() == (folder / "ep2-ba8-rank0.pt").resolve()
+    assert sorted(p.name for p in folder.iterdir()) == ["ep1-ba7-rank0.pt", "ep1-ba8-rank0.pt", "latest-rank0.pt"]
+    assert (folder / "latest-rank0.pt").resolve() == (folder / "ep1-ba8-rank0.pt").resolve()
     # Each checkpoint records itself among the saved ones, so a run resumed from it prunes it in turn.
-    saved_state = read_checkpoint(folder / "ep2-ba8-rank0.pt")["state"]["callbacks"][-1]["state"]
-    assert saved_state["saved_checkpoints"] == ["ep1-ba8-rank0.pt", "ep2-ba8-rank0.pt"]
+    saved_state = read_checkpoint(folder / "ep1-ba8-rank0.pt")["state"]["callbacks"][-1]["state"]
+    assert saved_state["saved_checkpoints"] == ["ep1-ba7-rank0.pt", "ep1-ba8-rank0.pt"]
 
 
 def test_weights_only_and_safetensors_names(tmp_path):

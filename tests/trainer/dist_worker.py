@@ -41,7 +41,8 @@ FAULT_BATCH = 3
 
 
 # The files the plain run's checkpoints (save_interval="4ba", 12 batches over 2 epochs) leave in its folder.
-CHECKPOINT_FILES = ["ep0-ba4-rank0.pt", "ep1-ba12-rank0.pt", "ep1-ba8-rank0.pt", "ep2-ba12-rank0.pt", "latest-rank0.pt"]
+# The final state (batch 12) is saved once, at its batch, not again when the epoch ends.
+CHECKPOINT_FILES = ["ep0-ba4-rank0.pt", "ep1-ba12-rank0.pt", "ep1-ba8-rank0.pt", "latest-rank0.pt"]
 
 
 def make_data(num_samples: int, seed: int) -> TensorDataset:

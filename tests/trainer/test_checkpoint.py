@@ -213,11 +213,10 @@ def test_save_folder_run_name_interval_and_latest(tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == [
         "ep0-ba2-rank0.pt",
         "ep0-ba4-rank0.pt",
-        "ep1-ba6-rank0.pt",
-        "ep2-ba6-rank0.pt",
+        "ep1-ba6-rank0.pt",  # the final state, saved once (not again as ep2-ba6 when the epoch ends)
         "latest-rank0.pt",
     ]
-    assert (folder / "latest-rank0.pt").resolve().name == "ep2-ba6-rank0.pt"
+    assert (folder / "latest-rank0.pt").resolve().name == "ep1-ba6-rank0.pt"
     config = read_checkpoint(folder / "latest-rank0.pt")["metadata"]["config"]
     assert config["run_name"] == "exp1" and config["seed"] == 0 and config["max_duration"] == "6ba"
     assert config["model"] == "SimpleModel" and config["save_interval"] == "2ba"
@@ -228,8 +227,8 @@ def test_save_num_checkpoints_to_keep_and_weights_only(tmp_path):
         save_folder=str(tmp_path), save_interval="1ba", save_num_checkpoints_to_keep=1, save_weights_only=True
     )
     trainer.fit()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ep1-ba4-rank0.pt", "latest-rank0.pt"]
-    assert set(read_checkpoint(tmp_path / "ep1-ba4-rank0.pt")["state"]) == {"model"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ep0-ba4-rank0.pt", "latest-rank0.pt"]
+    assert set(read_checkpoint(tmp_path / "ep0-ba4-rank0.pt")["state"]) == {"model"}
 
 
 def test_no_saver_without_a_save_folder():

@@ -237,7 +237,7 @@ def test_checkpoints_hold_the_whole_state_in_the_unsharded_format(job, reference
         assert_close(sharded_sgd["state"][index], values)  # the whole momentum buffers, plain tensors
     # The last checkpoint loads into an unsharded model as it is.
     model = worker.make_model(seed=5)
-    model.load_state_dict(read_checkpoint(folder / "ep2-ba12-rank0.pt")["state"]["model"])
+    model.load_state_dict(read_checkpoint(folder / "ep1-ba12-rank0.pt")["state"]["model"])
     assert_equal(weights(model), job[0]["plain"]["weights"])
 
 
