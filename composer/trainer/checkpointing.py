@@ -138,19 +138,47 @@ class Checkpointing:
                 return path
             log.info("autoresume: no checkpoint in %s yet; training from the start.", self.save_folder)
         if self.load_path is not None:
+            path, checkpoint = self._read_load_path()
             restore_checkpoint(
                 state,
-                _without_budget(read_checkpoint(self.load_path), state),
+                _without_budget(checkpoint, state),
                 weights_only=self.load_weights_only,
                 strict=self.load_strict_model_weights,
                 ignore_keys=self.load_ignore_keys,
-                path=self.load_path,
+                path=path,
             )
-            log.info("Loaded %s from %s.", "weights" if self.load_weights_only else "checkpoint", self.load_path)
-            self.loaded_path = self.load_path
+            log.info("Loaded %s from %s.", "weights" if self.load_weights_only else "checkpoint", path)
+            self.loaded_path = path
             if not self.load_weights_only:
                 _warn_if_inexact(state)
         return self.loaded_path
+
+    def _read_load_path(self) -> tuple[Path, dict[str, Any]]:
+        """``load_path`` read back; for a folder, its newest checkpoint that reads back (and holds the whole training
+        state, unless ``load_weights_only``), by autoresume's rule over names that fit ``save_filename``."""
+        folder = self.load_path
+        assert folder is not None
+        if not folder.is_dir():
+            return folder, read_checkpoint(folder)
+        for path in find_checkpoints(folder, self.save_filename, self.run_name):
+            try:
+                checkpoint = read_checkpoint(path)
+            except CheckpointError as e:
+                warnings.warn(
+                    f"load_path={str(folder)!r} is a folder; skipping {path}, trying the one before: {e}", stacklevel=4
+                )
+                continue
+            if self.load_weights_only or not checkpoint["metadata"].get("weights_only", False):
+                log.info("load_path=%r is a folder; loading its newest checkpoint, %s.", str(folder), path.name)
+                return path, checkpoint
+        entries = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir())
+        listing = ", ".join(entries[:20]) + (f", ... ({len(entries)} in all)" if len(entries) > 20 else "")
+        kind = "checkpoint" if self.load_weights_only else "checkpoint with the whole training state"
+        raise FileNotFoundError(
+            f"load_path={str(folder)!r} is a folder, and it holds no readable {kind} named like "
+            f"save_filename={self.save_filename!r}. It holds: {listing or 'nothing'}. Pass the checkpoint file "
+            "itself as load_path (or save_filename, when the checkpoints were saved under another name pattern)."
+        )
 
     def _newest_resumable(self) -> tuple[Path, dict[str, Any]] | None:
         """The newest checkpoint in ``save_folder`` that reads back and holds the whole training state."""
