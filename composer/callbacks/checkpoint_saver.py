@@ -20,6 +20,7 @@ from composer.utils.checkpoint import (
     find_checkpoints,
     format_checkpoint_name,
     link_latest,
+    prune_checkpoints,
     remove_stale_temporary_files,
     save_checkpoint,
 )
@@ -39,7 +40,9 @@ class CheckpointSaver(Callback):
     batch (a batch interval that saved an epoch's last batch is not followed by a save of the same weights when the
     epoch ends). Each file is written by
     :func:`composer.utils.checkpoint.save_checkpoint` (temporary file, fsync, rename; with a checksum); then the
-    ``latest`` link is pointed at it, and the oldest checkpoints beyond ``num_checkpoints_to_keep`` are deleted. The
+    ``latest`` link is pointed at it, and the oldest checkpoints beyond ``num_checkpoints_to_keep`` are deleted (found
+    in the folder by this saver's file name pattern, so a run killed between the two steps leaves nothing for ever:
+    the next save deletes it; see :func:`~composer.utils.checkpoint.prune_checkpoints`). The
     state is replicated across processes, so only rank 0 writes. The Trainer adds one of these for you when given
     ``save_folder``.
 
@@ -53,7 +56,8 @@ class CheckpointSaver(Callback):
         save_interval (str | Time | int | Callable): ``'1ep'``, ``'500ba'``, ``'10000sp'``, ``'0.25dur'``, an int
             (epochs), or a function ``(state) -> bool`` or ``(state, event) -> bool`` asked at both checkpoint
             events. Default: ``'1ep'``.
-        num_checkpoints_to_keep (int): Keep the newest this many checkpoints this saver wrote; -1 keeps them all.
+        num_checkpoints_to_keep (int): Keep the newest this many checkpoints of this file name pattern in the folder
+            (the one just written always among them); -1 keeps them all. Files of other names are never deleted.
         overwrite (bool): Allow saving into a folder that already holds checkpoints of this pattern (needed to
             continue a run; the Trainer sets it with ``autoresume``).
         weights_only (bool): Save only the model's weights (such checkpoints cannot resume training).
@@ -180,14 +184,21 @@ class CheckpointSaver(Callback):
         if state.rank != 0:
             return None
         log.info("Saved checkpoint %s", path)
+        protect: list[Path] = []
         if self.latest_filename is not None:
             link = folder / format_checkpoint_name(self.latest_filename, run_name=self.run_name)
             try:
                 link_latest(link, path)
             except OSError as e:
                 warnings.warn(f"Could not point {link} at {path} ({e}); the checkpoint itself is saved.", stacklevel=2)
-        for old in stale:  # only once the new checkpoint is safely on disk
-            old.unlink(missing_ok=True)
+                if link.is_symlink():
+                    protect.append(link)  # the file it still names stays, so that it does not dangle
+        if keep > 0:  # only once the new checkpoint is safely on disk
+            # From the folder, not from the list this saver keeps: a run killed after its rename and before this
+            # step left a checkpoint that no list names, and this is where it goes.
+            for old in prune_checkpoints(folder, self.filename, keep, path, run_name=self.run_name, protect=protect):
+                log.info("Deleted %s (num_checkpoints_to_keep=%d).", old, keep)
+            self.saved_checkpoints = [p for p in self.saved_checkpoints if p == path or p.exists()]
         return path
 
     def _folder(self) -> Path:

@@ -54,6 +54,7 @@ __all__ = [
     "link_latest",
     "load_checkpoint",
     "load_model_state",
+    "prune_checkpoints",
     "read_checkpoint",
     "remove_stale_temporary_files",
     "restore_checkpoint",
@@ -172,7 +173,12 @@ def find_checkpoints(folder: str | Path, pattern: str, run_name: str = "") -> li
         >>> [p.name for p in find_checkpoints(folder, "ep{epoch}-ba{batch}.pt")]
         ['ep1-ba12.pt', 'ep0-ba6.pt', 'ep0-ba3.pt']
     """
-    folder = Path(folder)
+    found = _timed_checkpoints(Path(folder), pattern, run_name)
+    return [path for _, path in sorted(found, key=lambda item: item[0], reverse=True)]
+
+
+def _timed_checkpoints(folder: Path, pattern: str, run_name: str) -> list[tuple[tuple[float, ...], Path]]:
+    """(time fields in their order of precedence, then the modification time; path) for each file of the pattern."""
     if not folder.is_dir():
         return []
     regex, fields = _pattern_regex(pattern, run_name)
@@ -185,7 +191,69 @@ def find_checkpoints(folder: str | Path, pattern: str, run_name: str = "") -> li
             continue
         key = (*(float(match.group(f)) for f in _TIME_FIELDS if f in fields), path.stat().st_mtime)
         found.append((key, path))
-    return [path for _, path in sorted(found, key=lambda item: item[0], reverse=True)]
+    return found
+
+
+def prune_checkpoints(
+    folder: str | Path,
+    pattern: str,
+    keep: int,
+    newest: str | Path,
+    *,
+    run_name: str = "",
+    protect: Sequence[str | Path] = (),
+) -> list[Path]:
+    """Deletes the checkpoints in ``folder`` that ``pattern`` names, all but the newest ``keep``.
+
+    The folder is read each time, so what an earlier run left (one killed after writing a checkpoint and before
+    pruning) goes at the next call. ``newest``, the checkpoint just written, is always kept and counts as the
+    newest; the others rank by the training they hold (the time fields in their names), those behind ``newest``
+    first, and last those that claim more training than it: left by a run this one went back from (resumed from an
+    older checkpoint, or started over with ``save_overwrite``). Only files whose names fit the pattern are
+    candidates, as :func:`find_checkpoints` lists them: never symbolic links (the 'latest' link), temporary files,
+    other names or other ranks' files; nor the files in ``protect``.
+
+    Args:
+        folder (str | Path): Where the checkpoints are.
+        pattern (str): Their file name pattern.
+        keep (int): How many to keep (at least 1).
+        newest (str | Path): The checkpoint just written.
+        run_name (str): The run's name, for patterns that use ``{run_name}``.
+        protect (Sequence[str | Path]): Files never to delete (the target of a 'latest' link that could not be
+            moved, say).
+
+    Returns:
+        list[Path]: The files deleted.
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> for name in ["ep0-ba3.pt", "ep0-ba1.pt", "ep0-ba2.pt", "ep0-ba9.pt", "notes.txt"]:
+        ...     _ = (folder / name).write_text("")
+        >>> [p.name for p in prune_checkpoints(folder, "ep{epoch}-ba{batch}.pt", 2, folder / "ep0-ba3.pt")]
+        ['ep0-ba9.pt', 'ep0-ba1.pt']
+        >>> sorted(p.name for p in folder.iterdir())
+        ['ep0-ba2.pt', 'ep0-ba3.pt', 'notes.txt']
+    """
+    if keep < 1:
+        raise ValueError(f"keep={keep!r} must be at least 1: the checkpoint just written is always kept.")
+    newest = Path(newest)
+    found = _timed_checkpoints(Path(folder), pattern, run_name)
+    newest_time = next((key[:-1] for key, path in found if path == newest), None)
+    others = [(key, path) for key, path in found if path != newest]
+    behind = sorted(
+        ((key, path) for key, path in others if newest_time is None or key[:-1] <= newest_time), reverse=True
+    )
+    ahead = sorted(((key, path) for key, path in others if newest_time is not None and key[:-1] > newest_time))
+    ranked = [path for _, path in behind] + [path for _, path in reversed(ahead)]
+    kept_protected = {Path(p).resolve() for p in protect}
+    deleted = []
+    for path in reversed(ranked[keep - 1 :]):  # the least worth keeping first
+        if path.resolve() in kept_protected:
+            continue
+        path.unlink(missing_ok=True)
+        deleted.append(path)
+    return deleted
 
 
 def _pattern_regex(pattern: str, run_name: str) -> tuple[re.Pattern[str], set[str]]:

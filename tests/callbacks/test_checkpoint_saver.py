@@ -104,6 +104,79 @@ def test_keeps_the_newest_and_points_latest_at_the_newest(tmp_path):
     assert saved_state["saved_checkpoints"] == ["ep1-ba7-rank0.pt", "ep1-ba8-rank0.pt"]
 
 
+class Killed(BaseException):
+    """The process dying (SIGKILL cannot be caught; a BaseException that nothing handles stands in for it)."""
+
+
+def die_after_the_rename_of(batch, monkeypatch):
+    """Kills the run right after the checkpoint of ``batch`` is renamed into place: before the 'latest' link moves
+    and before the old checkpoints are pruned."""
+    import composer.callbacks.checkpoint_saver as saver_module
+
+    link_latest = saver_module.link_latest
+
+    def dying_link_latest(link, target):
+        if f"-ba{batch}-" in target.name:
+            raise Killed
+        link_latest(link, target)
+
+    monkeypatch.setattr(saver_module, "link_latest", dying_link_latest)
+
+
+def test_pruning_converges_after_a_run_was_killed_between_the_rename_and_the_pruning(tmp_path, monkeypatch):
+    def saver():
+        return CheckpointSaver(folder=str(tmp_path), save_interval="1ba", num_checkpoints_to_keep=2, overwrite=True)
+
+    die_after_the_rename_of(3, monkeypatch)
+    with pytest.raises(Killed):
+        train(saver())
+    # Three checkpoints: the third is in place, the first not yet pruned; 'latest' still names the second.
+    assert sorted(p.name for p in tmp_path.glob("ep*")) == ["ep0-ba1-rank0.pt", "ep0-ba2-rank0.pt", "ep0-ba3-rank0.pt"]
+    assert (tmp_path / "latest-rank0.pt").resolve().name == "ep0-ba2-rank0.pt"
+    monkeypatch.undo()
+    # The next run (here a fresh one over the same folder, which knows nothing of the first) prunes what was left at
+    # its first save, down to 2 files of this pattern: its own and the newest other.
+    second = saver()
+    train(second, max_duration="1ba")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ep0-ba1-rank0.pt", "ep0-ba3-rank0.pt", "latest-rank0.pt"]
+    assert (tmp_path / "latest-rank0.pt").resolve().name == "ep0-ba1-rank0.pt"
+
+
+def test_pruning_touches_only_this_patterns_checkpoints_and_keeps_latest_right(tmp_path):
+    user_files = [
+        "notes.txt",
+        "ep0-ba1-rank0.pt.bak",  # a copy the user made
+        "ep0-ba2-rank1.pt",  # another rank's file: not this (rank 0) pattern
+        "best-ba3.pt",
+        "sub/ep0-ba1-rank0.pt",  # a subfolder is not this pattern's place
+        ".hidden-ep0-ba1-rank0.pt",
+    ]
+    for name in user_files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("the user's")
+    for batch in (1, 2, 3, 20, 21):  # left by earlier runs of this pattern; 20 and 21 by one that got further
+        (tmp_path / f"ep0-ba{batch}-rank0.pt").write_text("old")
+    (tmp_path / "latest-rank0.pt").symlink_to("ep0-ba21-rank0.pt")
+    saver = CheckpointSaver(folder=str(tmp_path), save_interval="3ba", num_checkpoints_to_keep=2, overwrite=True)
+    train(saver, max_duration="6ba")
+    left = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file() or p.is_symlink())
+    assert left == sorted([*user_files, "ep0-ba3-rank0.pt", "ep1-ba6-rank0.pt", "latest-rank0.pt"])
+    for name in user_files:
+        assert (tmp_path / name).read_text() == "the user's"
+    # Both kept checkpoints are this run's (the old ep0-ba3 was written over), and 'latest' names the newest.
+    read_checkpoint(tmp_path / "ep0-ba3-rank0.pt")
+    assert (tmp_path / "latest-rank0.pt").is_symlink()
+    assert (tmp_path / "latest-rank0.pt").resolve().name == "ep1-ba6-rank0.pt"
+
+
+def test_a_checkpoint_just_written_is_never_pruned_for_newer_looking_leftovers(tmp_path):
+    for batch in (50, 60):  # a run that got further, then was restarted over the same folder
+        (tmp_path / f"ep9-ba{batch}-rank0.pt").write_text("old")
+    saver = CheckpointSaver(folder=str(tmp_path), save_interval="1ba", num_checkpoints_to_keep=1, overwrite=True)
+    train(saver, max_duration="2ba")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ep0-ba2-rank0.pt", "latest-rank0.pt"]
+
+
 def test_weights_only_and_safetensors_names(tmp_path):
     saver = CheckpointSaver(folder=str(tmp_path), filename="w-ba{batch}.safetensors", weights_only=True)
     train(saver, max_duration="1ep")

@@ -231,6 +231,46 @@ def test_save_num_checkpoints_to_keep_and_weights_only(tmp_path):
     assert set(read_checkpoint(tmp_path / "ep0-ba4-rank0.pt")["state"]) == {"model"}
 
 
+class Killed(BaseException):
+    """The process dying (a BaseException that nothing handles stands in for SIGKILL)."""
+
+
+@pytest.mark.parametrize("keep", [1, 2])
+def test_save_num_checkpoints_to_keep_converges_after_a_kill_between_rename_and_pruning(tmp_path, monkeypatch, keep):
+    import composer.callbacks.checkpoint_saver as saver_module
+
+    link_latest = saver_module.link_latest
+
+    def dies_after_the_rename_of_batch_3(link, target):
+        if "-ba3-" in Path(target).name:
+            raise Killed  # the checkpoint of batch 3 is in place; 'latest' and the pruning never happen
+        link_latest(link, target)
+
+    def run():
+        return make_trainer(
+            save_folder=str(tmp_path),
+            run_name="r",
+            save_interval="1ba",
+            save_num_checkpoints_to_keep=keep,
+            autoresume=True,
+            max_duration="2ep",
+        )
+
+    monkeypatch.setattr(saver_module, "link_latest", dies_after_the_rename_of_batch_3)
+    first = run()
+    with pytest.raises(Killed):
+        first.fit()
+    assert len(list(tmp_path.glob("ep*.pt"))) == keep + 1  # one too many, for now
+    monkeypatch.undo()
+    second = run()  # the same command again: resumes from batch 3 and finishes
+    assert second.checkpointing.loaded_path.name == "ep0-ba3-rank0.pt"
+    second.fit()
+    second.close()
+    expected = ["ep1-ba7-rank0.pt", "ep1-ba8-rank0.pt"][-keep:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [*expected, "latest-rank0.pt"]
+    assert (tmp_path / "latest-rank0.pt").resolve().name == "ep1-ba8-rank0.pt"
+
+
 def test_no_saver_without_a_save_folder():
     trainer = make_trainer()
     assert not any(isinstance(c, CheckpointSaver) for c in trainer.state.callbacks)

@@ -21,6 +21,7 @@ from composer.utils.checkpoint import (
     link_latest,
     load_checkpoint,
     load_model_state,
+    prune_checkpoints,
     read_checkpoint,
     save_checkpoint,
 )
@@ -332,6 +333,37 @@ def test_checkpoints_are_found_newest_first_ignoring_temporary_files_and_links(t
     found = find_checkpoints(tmp_path, "ep{epoch}-ba{batch}-rank{rank}.pt")
     assert [p.name for p in found] == ["ep2-ba12-rank0.pt", "ep1-ba6-rank0.pt", "ep0-ba3-rank0.pt"]
     assert find_checkpoints(tmp_path / "missing", "ep{epoch}.pt") == []
+
+
+def test_pruning_keeps_the_one_just_written_and_the_newest_behind_it(tmp_path):
+    names = ["ep0-ba1-rank0.pt", "ep0-ba2-rank0.pt", "ep1-ba5-rank0.pt", "ep2-ba9-rank0.pt", "ep2-ba9-rank1.pt"]
+    for name in [*names, "ep0-ba0-rank0.pt.bak", "notes.txt", ".ep0-ba0-rank0.pt.tmp-1"]:
+        (tmp_path / name).write_text("x")
+    link_latest(tmp_path / "latest-rank0.pt", tmp_path / "ep0-ba1-rank0.pt")
+    pattern = "ep{epoch}-ba{batch}-rank{rank}.pt"
+    deleted = prune_checkpoints(
+        tmp_path, pattern, 2, tmp_path / "ep1-ba5-rank0.pt", protect=[tmp_path / "latest-rank0.pt"]
+    )
+    # ba9 claims more training than the one just written (a run this one went back from): it goes first; ba1 is
+    # the target of 'latest', which could not be moved, so it stays.
+    assert [p.name for p in deleted] == ["ep2-ba9-rank0.pt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [
+            ".ep0-ba0-rank0.pt.tmp-1",
+            "ep0-ba0-rank0.pt.bak",
+            "ep0-ba1-rank0.pt",
+            "ep0-ba2-rank0.pt",
+            "ep1-ba5-rank0.pt",
+            "ep2-ba9-rank1.pt",
+            "latest-rank0.pt",
+            "notes.txt",
+        ]
+    )
+    deleted = prune_checkpoints(tmp_path, pattern, 1, tmp_path / "ep1-ba5-rank0.pt")
+    assert sorted(p.name for p in deleted) == ["ep0-ba1-rank0.pt", "ep0-ba2-rank0.pt"]
+    assert (tmp_path / "latest-rank0.pt").is_symlink()  # a link is never a candidate
+    with pytest.raises(ValueError, match="keep=0 must be at least 1"):
+        prune_checkpoints(tmp_path, pattern, 0, tmp_path / "ep1-ba5-rank0.pt")
 
 
 def test_checkpoints_in_subfolders_and_with_the_run_name(tmp_path):
