@@ -119,15 +119,36 @@ class Checkpointing:
     def load(self, state: State) -> Path | None:
         """Restores the newest valid checkpoint in ``save_folder`` (with ``autoresume``), else ``load_path``.
 
+        With ``autoresume``, checkpoints that cannot be resumed (damaged, or weights only) are skipped with one
+        warning that lists them. If the folder holds checkpoints of this run and none can be resumed, it raises
+        :class:`~composer.utils.checkpoint.CheckpointError` listing each and why, rather than train from the start
+        over them; ``save_overwrite=True`` allows that (then ``load_path``, if given, or the start).
+
         Call it once the state's optimizers, schedulers and grad scaler exist.
+
+        Raises:
+            CheckpointError: With ``autoresume``, if no checkpoint of this run in ``save_folder`` can be resumed and
+                ``save_overwrite`` is False; or if ``load_path`` cannot be read.
 
         Returns:
             Path | None: The checkpoint loaded, if any.
         """
         if self.autoresume:
-            # Launched: rank 0 picks the checkpoint and every rank loads that one.
-            found = self._newest_resumable() if state.rank == 0 else None
-            chosen = dist.broadcast_object_list([None if found is None else str(found[0])])[0]
+            # Launched: rank 0 picks the checkpoint (or finds that none can be resumed) and every rank follows it.
+            found, refused = self._newest_resumable() if state.rank == 0 else (None, [])
+            error = None
+            if found is None and refused and not self.save_overwrite:
+                error = self._none_resumable(refused)
+            chosen, error = dist.broadcast_object_list([None if found is None else str(found[0]), error])
+            if error is not None:
+                raise CheckpointError(error)
+            if refused:  # one warning for them all (rank 0 knows them)
+                outcome = f"resumes from {found[0]}" if found is not None else "is training from the start"
+                warnings.warn(
+                    f"autoresume skips {len(refused)} checkpoint(s) in {self.save_folder} that cannot be resumed "
+                    f"and {outcome}{' (save_overwrite=True)' if found is None else ''}: {_listing(refused)}",
+                    stacklevel=3,
+                )
             if chosen is not None:
                 path = Path(chosen)
                 checkpoint = found[1] if found is not None else read_checkpoint(path)
@@ -136,7 +157,7 @@ class Checkpointing:
                 self.loaded_path = path
                 _warn_if_inexact(state)
                 return path
-            log.info("autoresume: no checkpoint in %s yet; training from the start.", self.save_folder)
+            log.info("autoresume: no checkpoint in %s to resume from; training from the start.", self.save_folder)
         if self.load_path is not None:
             path, checkpoint = self._read_load_path()
             restore_checkpoint(
@@ -180,18 +201,34 @@ class Checkpointing:
             "itself as load_path (or save_filename, when the checkpoints were saved under another name pattern)."
         )
 
-    def _newest_resumable(self) -> tuple[Path, dict[str, Any]] | None:
-        """The newest checkpoint in ``save_folder`` that reads back and holds the whole training state."""
+    def _newest_resumable(self) -> tuple[tuple[Path, dict[str, Any]] | None, list[tuple[Path, str]]]:
+        """The newest checkpoint in ``save_folder`` that reads back and holds the whole training state (None if
+        there is none), and the newer ones refused on the way, each with what is wrong with it."""
         assert self.save_folder is not None
+        refused: list[tuple[Path, str]] = []
         for path in find_checkpoints(self.save_folder, self.save_filename, self.run_name):
             try:
                 checkpoint = read_checkpoint(path)
             except CheckpointError as e:
-                warnings.warn(f"autoresume skips {path}, trying the one before: {e}", stacklevel=3)
+                refused.append((path, e.reason))
                 continue
-            if not checkpoint["metadata"].get("weights_only", False):
-                return path, checkpoint
-        return None
+            if checkpoint["metadata"].get("weights_only", False):
+                refused.append((path, "holds only model weights (saved with weights_only), so training cannot resume"))
+                continue
+            return (path, checkpoint), refused
+        return None, refused
+
+    def _none_resumable(self, refused: Sequence[tuple[Path, str]]) -> str:
+        return (
+            f"autoresume found {len(refused)} checkpoints of this run in {self.save_folder}, and none can be resumed: "
+            f"{_listing(refused)}. Training from the start would write over them, so it stops instead. To fix: put a "
+            "sound checkpoint of this run back into the folder, or pass load_path= to one (and save to another "
+            "save_folder), or pass save_overwrite=True to train from the start and write over them."
+        )
+
+
+def _listing(refused: Sequence[tuple[Path, str]]) -> str:
+    return "; ".join(f"{path.name}: {reason}" for path, reason in refused)
 
 
 def _warn_if_inexact(state: State) -> None:

@@ -2,6 +2,8 @@
 
 import functools
 import pickle
+import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -143,11 +145,61 @@ def test_autoresume_skips_a_corrupt_newest_checkpoint(tmp_path):
     data = bytearray(newest.read_bytes())
     data[len(data) // 2] ^= 0x01
     newest.write_bytes(bytes(data))
-    with pytest.warns(UserWarning, match=r"autoresume skips .*ep0-ba6-rank0\.pt.*failed its checksum"):
+    with pytest.warns(UserWarning, match=r"autoresume skips .*ep0-ba6-rank0\.pt.*failed its checksum") as caught:
         second = exact_trainer(tmp_path, autoresume=True)
+    assert len([w for w in caught if "autoresume" in str(w.message)]) == 1
     assert second.checkpointing.loaded_path.name == "ep0-ba3-rank0.pt"
     second.fit()
     assert_bitwise_equal(weights(second), uninterrupted(0))
+
+
+def damaged_run(folder):
+    """A run's folder whose every checkpoint is damaged, each in another way; returns {name: what is wrong}."""
+    run = make_trainer(save_folder=str(folder), run_name="r", save_interval="1ba", max_duration="4ba")
+    run.fit()
+    run.close()
+    names = sorted(p.name for p in folder.glob("ep*.pt"))
+    assert names == ["ep0-ba1-rank0.pt", "ep0-ba2-rank0.pt", "ep0-ba3-rank0.pt", "ep0-ba4-rank0.pt"]
+    (folder / names[0]).write_bytes((folder / names[0]).read_bytes()[:1])
+    data = bytearray((folder / names[1]).read_bytes())
+    data[len(data) // 2] ^= 0x01
+    (folder / names[1]).write_bytes(bytes(data))
+    (folder / names[2]).write_text("not a checkpoint\n")
+    make_trainer().save_checkpoint(folder / names[3], weights_only=True)  # sound, but weights only
+    return {
+        names[0]: r"not a checkpoint: truncated or corrupt \(1 bytes\)",
+        names[1]: "failed its checksum",
+        names[2]: r"not a checkpoint: truncated or corrupt \(17 bytes\)",
+        names[3]: "holds only model weights",
+    }
+
+
+def test_autoresume_with_every_checkpoint_damaged_stops_with_one_error_listing_them(tmp_path):
+    reasons = damaged_run(tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(CheckpointError) as error:
+            make_trainer(save_folder=str(tmp_path), run_name="r", autoresume=True)
+    assert [str(w.message) for w in caught if "autoresume" in str(w.message)] == []
+    message = str(error.value)
+    assert f"autoresume found 4 checkpoints of this run in {tmp_path}, and none can be resumed" in message
+    for name, reason in reasons.items():
+        assert re.search(re.escape(name) + ": " + reason, message), (name, message)
+    assert "save_overwrite=True" in message and "load_path" in message
+    assert not (tmp_path / "ep0-ba5-rank0.pt").exists()  # nothing trained, nothing written
+
+
+def test_autoresume_over_damaged_checkpoints_starts_afresh_only_when_allowed(tmp_path):
+    reasons = damaged_run(tmp_path)
+    with pytest.warns(UserWarning) as caught:
+        trainer = make_trainer(save_folder=str(tmp_path), run_name="r", autoresume=True, save_overwrite=True)
+    about_autoresume = [str(w.message) for w in caught if "autoresume" in str(w.message)]
+    assert len(about_autoresume) == 1  # one warning, not one for each file
+    assert "training from the start" in about_autoresume[0]
+    assert all(name in about_autoresume[0] for name in reasons)
+    assert trainer.checkpointing.loaded_path is None and int(trainer.state.timer.batch) == 0
+    trainer.fit()
+    assert int(trainer.state.timer.epoch) == 1
 
 
 def test_load_path_resumes_mid_epoch_like_autoresume(tmp_path):
