@@ -30,9 +30,12 @@ class FileLogger(BufferedDestination):
         {"level": "batch", "epoch": 0, "batch": 3, "batch_in_epoch": 3, "sample": 12, "token": 0,
          "data": {"loss/train": 1.0986}}
 
-    The folder is checked when the logger is built and the file opened at ``Event.INIT``, so a path that cannot be
-    written fails before training starts. Lines are written in batches (see :class:`BufferedDestination`) and flushed
-    to disk at every epoch and evaluation end.
+    The folder is checked when the logger is built and again at ``Event.INIT`` (an existing file is refused there
+    too, unless ``overwrite``), so a path that cannot be written fails before training starts. The file itself is
+    created at the first write: a Trainer whose construction fails before anything is logged (a corrupt
+    ``load_path``, say) leaves no file behind, and re-running the same script fails the same way, not on a log file
+    left over. Lines are written in batches (see :class:`BufferedDestination`) and flushed to disk at every epoch and
+    evaluation end.
 
     Args:
         filename (str | PathLike): The file; missing folders are created.
@@ -79,22 +82,33 @@ class FileLogger(BufferedDestination):
         self.format = format
         self.overwrite = overwrite
         self._file: IO[str] | None = None
+        self._started = False  # between INIT and close: records are written (the file is opened at the first)
 
     def init(self, state: State, logger: Logger) -> None:
         del state, logger
-        if self._file is not None:
+        if self._started:
             return  # a second Trainer built with the same logger keeps appending
         Path(self.filename).parent.mkdir(parents=True, exist_ok=True)
+        if self.filename.exists() and not self.overwrite:
+            raise ValueError(
+                f"filename={str(self.filename)!r} already exists; pass overwrite=True to replace it, or choose a new "
+                "name."
+            )
+        self._started = True
+
+    def _open(self) -> IO[str]:
         try:
-            self._file = open(self.filename, "w" if self.overwrite else "x", encoding="utf-8")  # noqa: SIM115
+            return open(self.filename, "w" if self.overwrite else "x", encoding="utf-8")
         except OSError as error:
             raise ValueError(
                 f"filename={str(self.filename)!r} cannot be opened for writing ({error}); choose another path."
             ) from error
 
     def write(self, records: list[Record]) -> None:
-        if self._file is None:
+        if not self._started:
             return  # logged before INIT or after close: nowhere to write
+        if self._file is None:
+            self._file = self._open()
         if self.format == "text":
             lines = [format_record(r.timestamp, r.log_level, r.data) for r in records]
         else:
@@ -108,6 +122,7 @@ class FileLogger(BufferedDestination):
 
     def close(self, state: State, logger: Logger) -> None:
         super().close(state, logger)
+        self._started = False
         if self._file is not None:
             self._file.close()
             self._file = None

@@ -221,6 +221,45 @@ def test_constructor_that_raises_at_init_closes_before_raising(tmp_path: Path) -
     assert hooks(tmp_path) == CLOSED
 
 
+@pytest.mark.parametrize("damage", [b"x", b"not a checkpoint\n"])
+def test_rerunning_a_script_whose_constructor_failed_fails_the_same_way_not_on_a_leftover_log(
+    tmp_path: Path, damage: bytes
+) -> None:
+    (tmp_path / "ckpt.pt").write_bytes(damage)  # a corrupt load_path: the constructor fails after INIT
+
+    def script() -> tuple[FileLogger, CloseRecorder, str]:
+        # The same lines twice, as a user re-running the same script would.
+        logger, recorder = FileLogger(tmp_path / "log.jsonl", log_level="batch"), CloseRecorder(tmp_path / "hooks.txt")
+        with pytest.raises(Exception) as error:
+            make_trainer(tmp_path, loggers=[logger], callbacks=[recorder], load_path=tmp_path / "ckpt.pt")
+        return logger, recorder, f"{type(error.value).__name__}: {error.value}"
+
+    first_logger, _, first_error = script()
+    assert "not a checkpoint: truncated or corrupt" in first_error
+    assert hooks(tmp_path) == CLOSED  # every callback and logger it started, closed
+    assert first_logger._file is None  # the log file is not left open
+    assert not (tmp_path / "log.jsonl").exists()  # nor on disk: nothing was logged, and it would block a rerun
+    second_logger, _, second_error = script()
+    assert second_error == first_error  # the same load error, not 'log.jsonl already exists'
+    assert hooks(tmp_path) == CLOSED * 2 and second_logger._file is None
+
+
+def test_a_constructor_that_fails_after_logging_leaves_its_log_and_says_so_on_a_rerun(tmp_path: Path) -> None:
+    # What was logged is kept (it may explain the failure); the rerun is refused by the FileLogger, which names the
+    # file and the fix, rather than failing on a half-made run.
+    class LogsThenRaises(Callback):
+        def init(self, state: State, logger: Logger) -> None:
+            del state
+            logger.metric_fit({"note": "init ran"})
+            raise RuntimeError("init failed on purpose")
+
+    with pytest.raises(RuntimeError, match="init failed on purpose"):
+        make_trainer(tmp_path, callbacks=[LogsThenRaises()])
+    assert logged_keys(tmp_path) == ["note"]
+    with pytest.raises(ValueError, match=r"log\.jsonl.* already exists; pass overwrite=True"):
+        FileLogger(tmp_path / "log.jsonl")
+
+
 def test_fit_that_raises_closes_once(tmp_path: Path) -> None:
     class RaisesAtBatchEnd(Callback):
         def batch_end(self, state: State, logger: Logger) -> None:
