@@ -179,7 +179,8 @@ class EMA(Algorithm):
     Args:
         half_life: Time for a snapshot's weight in the average to halve, in ``'ba'`` or ``'ep'``; the smoothing per
             update is ``2 ** (-update_interval / half_life)``. Give this or ``smoothing``, not both. Default: None,
-            which means ``'1000ba'`` unless ``smoothing`` is given.
+            which means ``'1000ba'`` unless ``smoothing`` is given. Keep it under half of the run (the Trainer warns
+            at ``FIT_START`` otherwise): a longer one leaves the average close to the untrained weights.
         smoothing: The weight of the old average at each update, in [0, 1], instead of ``half_life``. Default: None.
         ema_start: When averaging starts: ``'0.0dur'`` (a fraction of the run), ``'100ba'`` or ``'2ep'``.
             Default: ``'0.0dur'``.
@@ -188,7 +189,7 @@ class EMA(Algorithm):
 
     Example:
         >>> from composer import Trainer
-        >>> ema = EMA(half_life="10ba")
+        >>> ema = EMA(half_life="2ba")  # short against the run (8 batches here)
         >>> trainer = Trainer(
         ...     model=model,
         ...     train_dataloader=train_dataloader,
@@ -227,6 +228,26 @@ class EMA(Algorithm):
     def update_smoothing(self) -> float:
         """The smoothing applied at each update."""
         return self._smoothing
+
+    @property
+    def effective_half_life(self) -> tuple[float, TimeUnit]:
+        """The time for a snapshot's weight in the average to halve, as ``(value, unit)`` in ``'ba'`` or ``'ep'``.
+
+        It is ``half_life`` when that was given, else derived from ``smoothing`` (infinite for a smoothing of 1).
+
+        Example:
+            >>> EMA(smoothing=0.5, update_interval="2ba").effective_half_life
+            (2.0, <TimeUnit.BATCH: 'ba'>)
+        """
+        if self.smoothing is None:  # half_life given, or the default one
+            half = Time.from_input(self.half_life or _DEFAULT_HALF_LIFE)
+            return float(half.value), half.unit
+        interval = float(self._interval.value)
+        if self._smoothing >= 1.0:
+            return math.inf, self._interval.unit
+        if self._smoothing <= 0.0:
+            return 0.0, self._interval.unit
+        return interval * math.log(0.5) / math.log(self._smoothing), self._interval.unit
 
     def _started(self, state: State) -> bool:
         start = self._start
