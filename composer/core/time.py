@@ -15,8 +15,10 @@ import math
 import numbers
 import operator
 import re
+import sys
 from decimal import Decimal
 from enum import Enum
+from fractions import Fraction
 from typing import Any, Generic, NamedTuple, NoReturn, SupportsIndex, TypeVar, cast, overload
 
 from composer.core.serializable import Serializable
@@ -50,7 +52,7 @@ class TimeUnit(Enum):
         # Called by TimeUnit(value) when value is not an exact member value.
         unit = _UNITS_BY_VALUE.get(value.strip().lower()) if isinstance(value, str) else None
         if unit is None:
-            raise ValueError(f"Invalid time unit {value!r}: expected one of {_UNIT_CHOICES}.")
+            raise ValueError(f"Invalid time unit {_show(value)}: expected one of {_UNIT_CHOICES}.")
         return unit
 
 
@@ -83,8 +85,14 @@ _TIME_STRING = re.compile(
     rf"(?P<unit>{'|'.join(unit.value for unit in TimeUnit)})\s*",
     re.IGNORECASE | re.ASCII,
 )
-# Counts parsed from strings are bounded so that a string such as '1e999999999sp' cannot make int() run for minutes.
+# Counts are whole numbers below 1e100: the most a time string may hold (a bound that also stops a string such as
+# '1e999999999sp' from making int() run for minutes), so every valid Time prints as a string that parses back to it.
 _MAX_COUNT_DIGITS = 100
+_MAX_COUNT = 10**_MAX_COUNT_DIGITS
+# Durations are finite floats: at most the largest float.
+_MAX_DURATION = sys.float_info.max
+# Every whole number up to 2**53 is a float, so below it float products of counts lose no whole units.
+_FLOAT_EXACT = 2**53
 
 
 def _as_unit(unit: object) -> TimeUnit:
@@ -101,40 +109,107 @@ def _is_number(value: object) -> bool:
     return type(value) in (int, float) or (isinstance(value, numbers.Real) and not isinstance(value, bool))
 
 
+def _show(value: object) -> str:
+    """``value`` for an error message: a Time as its string, a huge number shortened so that it cannot flood (or,
+    past Python's 4300-digit limit on int to str conversion, break) the message."""
+    if isinstance(value, Time):
+        return value.to_timestring()
+    if isinstance(value, int) and value.bit_length() > 256:
+        sign = "-" if value < 0 else ""
+        return f"{sign}<an int of about {int(value.bit_length() * math.log10(2)) + 1} digits>"
+    try:
+        text = repr(value)
+    except ValueError:  # a Fraction whose numerator or denominator is too long to print
+        return f"<a {type(value).__name__} too large to print>"
+    return text if len(text) <= 80 else f"{text[:40]}...{text[-20:]} ({len(text)} characters)"
+
+
+def _ratio(number: object) -> tuple[int, int]:
+    """The exact ``(numerator, denominator)`` of a finite real number, without rounding it through float.
+
+    Raises:
+        OverflowError, ValueError: If ``number`` is infinite or NaN.
+    """
+    if isinstance(number, (int, numbers.Integral)):
+        return operator.index(number), 1
+    if isinstance(number, numbers.Rational):  # Fraction
+        return operator.index(number.numerator), operator.index(number.denominator)
+    as_integer_ratio = getattr(number, "as_integer_ratio", None)  # float, numpy floats
+    if as_integer_ratio is None:
+        as_integer_ratio = float(cast(float, number)).as_integer_ratio
+    numerator, denominator = as_integer_ratio()
+    return operator.index(numerator), operator.index(denominator)
+
+
+def _whole(number: object) -> int | None:
+    """The int equal to the real number ``number``; None if it is not a whole number (or is infinite or NaN)."""
+    if isinstance(number, int):
+        return int(number)
+    if isinstance(number, float):
+        return int(number) if number.is_integer() else None
+    try:
+        numerator, denominator = _ratio(number)
+    except (OverflowError, ValueError):
+        return None
+    return numerator if denominator == 1 else None
+
+
+def _as_duration(number: Any) -> float:
+    """The float nearest to the real number ``number``; ``math.inf`` if it is too large for a float."""
+    try:
+        return float(number) + 0.0  # + 0.0 turns -0.0 into 0.0, which prints (and parses) without a sign
+    except OverflowError:  # a huge int or Fraction
+        return math.inf
+
+
 def _checked_value(value: object, unit: TimeUnit) -> int | float:
-    """``value`` as the number a Time in ``unit`` stores: a non-negative int, or a finite float for DURATION."""
-    checked: int | float
+    """``value`` as the number a Time in ``unit`` stores: an int in [0, 1e100), or a finite float >= 0 for 'dur'.
+
+    The conversion is exact: a count must equal a whole number exactly (``Fraction(2**53 + 1, 2)`` is refused rather
+    than rounded through float to ``2**52``); a duration is the float nearest to ``value``.
+    """
     if isinstance(value, bool):
         raise TypeError(f"Time value must be a number, not a bool (got {value!r}).")
+    number: Any = value
     # int and float come first: isinstance stops at the first match, skipping the much slower ABC check.
-    if isinstance(value, (int, float, numbers.Real)):
-        if unit is _DURATION:
-            checked = float(value) + 0.0  # + 0.0 turns -0.0 into 0.0, which prints (and parses) without a sign
-            if not math.isfinite(checked):
-                raise ValueError(f"Time value for unit 'dur' must be finite (got {value!r}).")
-        elif isinstance(value, (int, numbers.Integral)):
-            checked = int(value)
-        elif math.isfinite(value) and float(value).is_integer():
-            checked = int(float(value))
-        else:
-            raise ValueError(
-                f"Time value for unit {unit.value!r} must be a whole number of {_UNIT_NOUNS[unit]} (got {value!r}). "
-                f"Round it first, or use unit 'dur' for a fraction of the run."
-            )
-    else:
+    if not isinstance(value, (int, float, numbers.Real)):
         try:
             # Integer-like objects that are not registered as numbers (such as one-element integer tensors).
-            checked = operator.index(cast(SupportsIndex, value))
+            number = operator.index(cast(SupportsIndex, value))
         except TypeError:
             raise TypeError(
-                f"Time value must be a number, not {type(value).__name__} (got {value!r}). "
+                f"Time value must be a number, not {type(value).__name__} (got {_show(value)}). "
                 f"To build a Time from a string such as '90ep', use Time.from_timestring()."
             ) from None
-        if unit is _DURATION:
-            checked = float(checked)
-    if checked < 0:
-        raise ValueError(f"Time cannot be negative (got {value!r} for unit {unit.value!r}); use a value of 0 or more.")
-    return checked
+    if number < 0:
+        raise ValueError(
+            f"Time cannot be negative (got {_show(value)} for unit {unit.value!r}); use a value of 0 or more."
+        )
+    if unit is _DURATION:
+        duration = _as_duration(number)
+        if duration > _MAX_DURATION:
+            raise ValueError(
+                f"Time value for unit 'dur' must be a finite float, at most {_MAX_DURATION!r} (got {_show(value)}). "
+                f"A 'dur' Time is a fraction of the run, usually between 0 and 1: pass a smaller value."
+            )
+        if duration != duration:
+            raise ValueError(
+                f"Time value for unit 'dur' must be finite (got {_show(value)}); pass a number such as 0.5."
+            )
+        return duration
+    count = _whole(number)
+    if count is None:
+        raise ValueError(
+            f"Time value for unit {unit.value!r} must be a whole number of {_UNIT_NOUNS[unit]} (got {_show(value)}). "
+            f"Round it first, or use unit 'dur' for a fraction of the run."
+        )
+    if count >= _MAX_COUNT:
+        raise ValueError(
+            f"Time value for unit {unit.value!r} is too large (got {_show(value)}): a count of {_UNIT_NOUNS[unit]} "
+            f"must be below 1e{_MAX_COUNT_DIGITS}, the most a time string can hold. Use a smaller value or a "
+            f"coarser unit."
+        )
+    return count
 
 
 def _new_time(value: int | float, unit: TimeUnit) -> Time[Any]:
@@ -146,8 +221,8 @@ def _new_time(value: int | float, unit: TimeUnit) -> Time[Any]:
     return time
 
 
-def _checked_time(value: int | float, unit: TimeUnit) -> Time[Any]:
-    # A Time from a value computed here (a sum, a product), validated like user input.
+def _checked_time(value: object, unit: TimeUnit) -> Time[Any]:
+    # A Time from a user's number, validated as Time() validates it.
     return _new_time(_checked_value(value, unit), unit)
 
 
@@ -157,23 +232,29 @@ def _parse(timestring: str) -> Time[Any]:
     # immutable, so sharing the parsed object is safe.
     match = _TIME_STRING.fullmatch(timestring)
     if match is None:
-        raise ValueError(f"Invalid time string {timestring!r}: {_FORMS_HINT}.")
+        raise ValueError(f"Invalid time string {_show(timestring)}: {_FORMS_HINT}.")
     if match["sign"]:
-        raise ValueError(f"Invalid time string {timestring!r}: time cannot be negative; {_FORMS_HINT}.")
+        raise ValueError(f"Invalid time string {_show(timestring)}: time cannot be negative; {_FORMS_HINT}.")
     unit = TimeUnit(match["unit"])
     number = match["number"]
     if unit is _DURATION:
         fraction = float(number)
         if not math.isfinite(fraction):
-            raise ValueError(f"Invalid time string {timestring!r}: the duration {number} is too large.")
+            raise ValueError(
+                f"Invalid time string {_show(timestring)}: the duration is too large; a 'dur' time must be a finite "
+                f"float, at most {_MAX_DURATION!r}."
+            )
         return _new_time(fraction, unit)
     exact = Decimal(number)  # exact, unlike float: '12345678901234567891sp' keeps every digit
     if exact and exact.adjusted() >= _MAX_COUNT_DIGITS:
-        raise ValueError(f"Invalid time string {timestring!r}: {number} {_UNIT_NOUNS[unit]} is too large.")
+        raise ValueError(
+            f"Invalid time string {_show(timestring)}: the number of {_UNIT_NOUNS[unit]} is too large; counts must "
+            f"be below 1e{_MAX_COUNT_DIGITS}. Use a smaller number or a coarser unit."
+        )
     if exact != exact.to_integral_value():
         raise ValueError(
-            f"Invalid time string {timestring!r}: a number of {_UNIT_NOUNS[unit]} must be a whole number "
-            f"(got {number}). Round it, or use 'dur' for a fraction of the run (for example '0.5dur')."
+            f"Invalid time string {_show(timestring)}: a number of {_UNIT_NOUNS[unit]} must be a whole number "
+            f"(got {_show(number)}). Round it, or use 'dur' for a fraction of the run (for example '0.5dur')."
         )
     return _new_time(int(exact), unit)
 
@@ -182,14 +263,25 @@ class Time(Generic[TValue]):
     """An immutable amount of training time: a non-negative value and a :class:`TimeUnit`.
 
     Use it wherever a point in training or a length of training is needed: ``max_duration``, schedule milestones,
-    checkpoint intervals. Counts (epochs, batches, samples, tokens) are ``int``; a duration (``'dur'``, a fraction of
-    ``max_duration``) is a ``float``. A float with a whole value such as ``3.0`` is accepted for a count and stored as
-    ``3``.
+    checkpoint intervals. Counts (epochs, batches, samples, tokens) are exact ``int`` values below ``1e100`` (the
+    most a time string holds, so ``Time.from_timestring(str(t)) == t`` for every Time); a duration (``'dur'``, a
+    fraction of ``max_duration``) is a finite ``float``. A number that equals a whole number exactly, such as ``3.0``
+    or ``Fraction(6, 2)``, is accepted for a count and stored as ``3``; any other number is refused, never rounded.
 
-    Times compare and add only within one unit; a mixed-unit operation raises :class:`ValueError` instead of guessing
-    a conversion. A time string or a plain number on the other side is read in this Time's unit. Multiplying by a
-    ``'dur'`` Time takes that fraction of the other operand, and dividing two Times of one unit gives their ratio as
-    a ``'dur'`` Time.
+    Times compare and add only within one unit; a mixed-unit ordering or sum raises :class:`ValueError` instead of
+    guessing a conversion, and Times of different units are never equal. A time string or a plain number on the
+    other side is read in this Time's unit; a number added to a count must be whole. Equality never raises: a string
+    that is not a time string, or an object of another type, is simply not equal. ``hash(t)`` is ``hash(t.value)``,
+    so a Time hashes like the number it equals (``Time(5, 'ep') == 5``); it cannot also hash like the strings it
+    equals, so do not mix Times and time strings as keys of one dict.
+
+    Multiplying by a ``'dur'`` Time takes that fraction of the other operand, and dividing two Times of one unit
+    gives their ratio as a ``'dur'`` Time. Multiplying or dividing a count by a number that is not an int truncates
+    the result toward zero, as ``int()`` does. Below ``2**53`` the result is Python's ``int(value * factor)``, so
+    ``Time(10, 'ep') * 0.7`` is 7 epochs, as ``10 * 0.7`` prints; above it, where a float cannot hold every whole
+    count, the result is computed exactly from the factor's value, so no whole units are lost. Int factors and
+    divisors are exact (division by an int is floor division). A result out of range (negative, ``1e100`` or more,
+    or an infinite duration) raises :class:`ValueError`.
 
     Args:
         value: The amount of time; a non-negative ``int`` for counts, a ``float`` for ``'dur'``.
@@ -205,10 +297,14 @@ class Time(Generic[TValue]):
         Time(300, TimeUnit.BATCH)
         >>> Time(100, "ba") * Time(0.25, "dur")
         Time(25, TimeUnit.BATCH)
+        >>> Time(3, "ba") * 0.5, Time(10, "ep") * 0.7
+        (Time(1, TimeUnit.BATCH), Time(7, TimeUnit.EPOCH))
+        >>> Time(2**60 + 1, "tok") * 1.0 == 2**60 + 1
+        True
         >>> Time(30, "ba") / Time(120, "ba")
         Time(0.25, TimeUnit.DURATION)
-        >>> Time(5, "ep") < "10ep"
-        True
+        >>> Time(5, "ep") < "10ep", Time(5, "ep") == 5, Time(5, "ep") == "five", Time(5, "ep") == Time(5, "ba")
+        (True, True, False, False)
     """
 
     __slots__ = ("_unit", "_value")
@@ -217,7 +313,9 @@ class Time(Generic[TValue]):
 
     def __init__(self, value: TValue, unit: TimeUnit | str) -> None:
         unit = _as_unit(unit)
-        _set_value(self, _checked_value(value, unit))
+        if type(value) is not int or unit is _DURATION or not 0 <= value < _MAX_COUNT:
+            value = cast(TValue, _checked_value(value, unit))
+        _set_value(self, value)
         _set_unit(self, unit)
 
     # ----- factories -----
@@ -270,7 +368,7 @@ class Time(Generic[TValue]):
             >>> Time.from_duration(0.5)
             Time(0.5, TimeUnit.DURATION)
         """
-        return Time(float(duration), _DURATION)
+        return Time(duration, _DURATION)
 
     @staticmethod
     def from_timestring(timestring: str) -> Time[Any]:
@@ -295,7 +393,7 @@ class Time(Generic[TValue]):
         """
         if not isinstance(timestring, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(
-                f"Time.from_timestring() takes a str, not {type(timestring).__name__} (got {timestring!r})."
+                f"Time.from_timestring() takes a str, not {type(timestring).__name__} (got {_show(timestring)})."
             )
         return _parse(timestring)
 
@@ -319,13 +417,15 @@ class Time(Generic[TValue]):
             return _parse(value)
         if _is_number(value):
             if default_unit is None:
+                shown = _show(value)
+                example = shown if len(shown) <= 20 else "90"
                 raise ValueError(
-                    f"Cannot tell the unit of the time {value!r}: pass a time string such as '{value}ep' or "
-                    f"'{value}ba', or a Time."
+                    f"Cannot tell the unit of the time {shown}: pass a time string such as '{example}ep' or "
+                    f"'{example}ba', or a Time."
                 )
             return _checked_time(value, _as_unit(default_unit))
         raise TypeError(
-            f"Expected a Time, a time string such as '90ep', or a number, not {type(value).__name__} (got {value!r})."
+            f"Expected a Time, a time string such as '90ep', or a number, not {type(value).__name__} (got {_show(value)})."
         )
 
     # ----- read-only access and conversions -----
@@ -362,7 +462,9 @@ class Time(Generic[TValue]):
         return float(self._value)
 
     def __hash__(self) -> int:
-        return hash((self._value, self._unit))
+        # The value's hash, so that a Time and the number it equals (Time(5, 'ep') == 5) hash alike. Times of
+        # different units then collide, which is harmless: they compare unequal.
+        return hash(self._value)
 
     def __setattr__(self, name: str, value: object) -> NoReturn:
         raise AttributeError(f"Time is immutable: cannot set {name!r}. Build a new Time instead.")
@@ -375,9 +477,67 @@ class Time(Generic[TValue]):
         return (Time, (self._value, self._unit))
 
     # ----- comparison -----
+    # Each operator first tries the per-batch case, a Time of the same unit, and only then the general one.
 
-    def _other_value(self, other: object, verb: str) -> int | float | None:
-        """The number to compare or combine with, in this Time's unit; None if ``other`` is an unsupported type."""
+    def __eq__(self, other: object) -> bool:
+        if type(other) is Time:
+            return self._unit is other._unit and self._value == other._value
+        if isinstance(other, str):
+            try:
+                other = _parse(other)
+            except ValueError:
+                return False  # not a time string, so not equal to any time
+        if isinstance(other, Time):
+            return self._unit is other._unit and self._value == other._value
+        if _is_number(other):
+            return bool(self._value == other)
+        return NotImplemented
+
+    def _ordered_value(self, other: object, symbol: str) -> Any:
+        """The number to order this Time against; None if ``other`` is of a type a Time does not compare with."""
+        if isinstance(other, str):
+            try:
+                other = _parse(other)
+            except ValueError as error:
+                raise TypeError(f"Cannot compare {self} {symbol} {_show(other)}: {error}") from None
+        elif not isinstance(other, Time):
+            return other if _is_number(other) else None
+        if other._unit is not self._unit:
+            _raise_mixed_units("compare", self, other)
+        return other._value
+
+    def __lt__(self, other: Time[Any] | str | int | float) -> bool:
+        if type(other) is Time and other._unit is self._unit:
+            same_unit: float = other._value
+            return self._value < same_unit
+        value: float | None = self._ordered_value(other, "<")
+        return NotImplemented if value is None else self._value < value
+
+    def __le__(self, other: Time[Any] | str | int | float) -> bool:
+        if type(other) is Time and other._unit is self._unit:
+            same_unit: float = other._value
+            return self._value <= same_unit
+        value: float | None = self._ordered_value(other, "<=")
+        return NotImplemented if value is None else self._value <= value
+
+    def __gt__(self, other: Time[Any] | str | int | float) -> bool:
+        if type(other) is Time and other._unit is self._unit:
+            same_unit: float = other._value
+            return self._value > same_unit
+        value: float | None = self._ordered_value(other, ">")
+        return NotImplemented if value is None else self._value > value
+
+    def __ge__(self, other: Time[Any] | str | int | float) -> bool:
+        if type(other) is Time and other._unit is self._unit:
+            same_unit: float = other._value
+            return self._value >= same_unit
+        value: float | None = self._ordered_value(other, ">=")
+        return NotImplemented if value is None else self._value >= value
+
+    # ----- arithmetic -----
+
+    def _operand(self, other: object, verb: str) -> int | float | None:
+        """``other`` as an exact number in this Time's unit, to add or subtract; None for an unsupported type."""
         if isinstance(other, str):
             other = _parse(other)
         if isinstance(other, Time):
@@ -385,56 +545,54 @@ class Time(Generic[TValue]):
                 _raise_mixed_units(verb, self, other)
             value: int | float = other._value
             return value
-        if _is_number(other):
-            return cast(int | float, other)
-        return None
-
-    def __eq__(self, other: object) -> bool:
-        value = self._other_value(other, "compare")
-        return NotImplemented if value is None else self._value == value
-
-    def __lt__(self, other: Time[Any] | str | int | float) -> bool:
-        value = self._other_value(other, "compare")
-        return NotImplemented if value is None else self._value < value
-
-    def __le__(self, other: Time[Any] | str | int | float) -> bool:
-        value = self._other_value(other, "compare")
-        return NotImplemented if value is None else self._value <= value
-
-    def __gt__(self, other: Time[Any] | str | int | float) -> bool:
-        value = self._other_value(other, "compare")
-        return NotImplemented if value is None else self._value > value
-
-    def __ge__(self, other: Time[Any] | str | int | float) -> bool:
-        value = self._other_value(other, "compare")
-        return NotImplemented if value is None else self._value >= value
-
-    # ----- arithmetic -----
+        if not _is_number(other):
+            return None
+        joiner = "to" if verb == "add" else "from"
+        if self._unit is _DURATION:
+            duration = _as_duration(other)
+            if not -_MAX_DURATION <= duration <= _MAX_DURATION:  # infinite, NaN, or too large for a float
+                raise ValueError(
+                    f"Cannot {verb} {_show(other)} {joiner} {self}: a duration must be a finite float, at most "
+                    f"{_MAX_DURATION!r}; pass a smaller number."
+                )
+            return duration
+        count = _whole(other)
+        if count is None:
+            raise ValueError(
+                f"Cannot {verb} {_show(other)} {joiner} {self}: a number of {_UNIT_NOUNS[self._unit]} must be a whole "
+                f"number. Round it first, or convert both to 'dur' for fractions of the run."
+            )
+        return count
 
     def __pos__(self) -> Time[TValue]:
         return self
 
     def __add__(self, other: Time[TValue] | str | int | float) -> Time[TValue]:
-        value = self._other_value(other, "add")
+        if type(other) is Time and other._unit is self._unit:
+            return _result(self._value + other._value, self._unit, self, "+", other)
+        value = self._operand(other, "add")
         if value is None:
             return NotImplemented
-        return _checked_time(self._value + value, self._unit)
+        return _result(self._value + value, self._unit, self, "+", other)
 
     def __radd__(self, other: str | int | float) -> Time[TValue]:
         return self.__add__(other)
 
     def __sub__(self, other: Time[TValue] | str | int | float) -> Time[TValue]:
-        value = self._other_value(other, "subtract")
+        if type(other) is Time and other._unit is self._unit:
+            return _result(self._value - other._value, self._unit, self, "-", other)
+        value = self._operand(other, "subtract")
         if value is None:
             return NotImplemented
-        return _difference(self._value, value, self._unit)
+        return _result(self._value - value, self._unit, self, "-", other)
 
     def __rsub__(self, other: str | int | float) -> Time[TValue]:
         if isinstance(other, str):
             return _parse(other) - self
-        if not _is_number(other):
+        value = self._operand(other, "subtract")
+        if value is None:
             return NotImplemented
-        return _difference(other, self._value, self._unit)
+        return _result(value - self._value, self._unit, other, "-", self)
 
     @overload
     def __mul__(self, other: int | float) -> Time[TValue]: ...
@@ -445,15 +603,15 @@ class Time(Generic[TValue]):
     def __mul__(self, other: Time[Any] | int | float) -> Time[Any]:
         if isinstance(other, Time):
             if self._unit is _DURATION:
-                return _scale(other._value, self._value, other._unit)
+                return _scale(other, self._value)
             if other._unit is _DURATION:
-                return _scale(self._value, other._value, self._unit)
+                return _scale(self, other._value)
             raise ValueError(
                 f"Cannot multiply {self} by {other}: one side must be a fraction of the run in 'dur' "
                 f"(for example {self} * Time(0.5, 'dur')), or multiply by a plain number."
             )
         if _is_number(other):
-            return _scale(self._value, other, self._unit)
+            return _scale(self, other)
         return NotImplemented
 
     def __rmul__(self, other: int | float) -> Time[TValue]:
@@ -471,21 +629,25 @@ class Time(Generic[TValue]):
                 _raise_mixed_units("divide", self, other)
             if other._value == 0:
                 raise ZeroDivisionError(f"Cannot divide {self} by {other}: the divisor is zero.")
-            return _new_time(self._value / other._value, _DURATION)
+            # Counts are below 1e100, so their true quotient is a float (correctly rounded); durations may overflow.
+            return _result(self._value / other._value, _DURATION, self, "/", other)
         if not _is_number(other):
             return NotImplemented
         if other == 0:
             raise ZeroDivisionError(f"Cannot divide {self} by zero.")
-        if other < 0:
-            raise ValueError(f"Cannot divide {self} by {other}: time cannot be negative; divide by a positive number.")
-        if self._unit is not _DURATION and isinstance(other, int):
-            # Floor division is exact (a huge token count is not rounded through float) and, for non-negative
-            # operands, the same as truncation.
-            return _checked_time(self._value // other, self._unit)
-        quotient = self._value / other
-        if not math.isfinite(quotient):
-            raise ValueError(f"Cannot divide {self} by {other}: the result is not finite.")
-        return _checked_time(quotient if self._unit is _DURATION else int(quotient), self._unit)
+        if not other > 0:  # negative or NaN
+            raise ValueError(
+                f"Cannot divide {self} by {_show(other)}: time cannot be negative; divide by a positive number."
+            )
+        if other == math.inf:
+            return _new_time(0.0 if self._unit is _DURATION else 0, self._unit)
+        if self._unit is _DURATION:
+            try:
+                quotient = float(self._value / other)
+            except OverflowError:  # a huge int or Fraction divisor: divide exactly, then round once
+                quotient = _as_duration(Fraction(self._value) / Fraction(*_ratio(other)))
+            return _result(quotient, _DURATION, self, "/", other)
+        return _result(_truncated_quotient(int(self._value), other), self._unit, self, "/", other)
 
 
 # Time's fields are set through their slot descriptors, which skips the frozen __setattr__ and is faster than
@@ -504,29 +666,64 @@ def _raise_mixed_units(verb: str, a: Time[Any], b: Time[Any]) -> NoReturn:
     )
 
 
-def _difference(a: int | float, b: int | float, unit: TimeUnit) -> Time[Any]:
-    if a < b:
-        raise ValueError(
-            f"Time cannot be negative: {a}{unit.value} - {b}{unit.value} = {a - b}{unit.value}. "
-            f"Subtract a smaller time, or swap the operands."
-        )
-    return _checked_time(a - b, unit)
-
-
-def _scale(value: int | float, factor: int | float, unit: TimeUnit) -> Time[Any]:
-    """``value`` (in ``unit``) times ``factor``; counts are truncated toward zero, as int() does."""
-    if factor < 0:
-        raise ValueError(
-            f"Cannot multiply {value}{unit.value} by {factor}: time cannot be negative; use a factor of 0 or more."
-        )
+def _result(value: int | float, unit: TimeUnit, left: object, symbol: str, right: object) -> Time[Any]:
+    """A Time of ``value``, the result of ``left symbol right``; ValueError naming the operation if out of range."""
     if unit is _DURATION:
-        return _checked_time(float(value * factor), unit)
+        if 0.0 <= value <= _MAX_DURATION:
+            return _new_time(value + 0.0, unit)  # + 0.0 turns -0.0 (from 0.5 * -0.0) into 0.0
+        allowed = f"a 'dur' time must be a finite float, at most {_MAX_DURATION!r}"
+    else:
+        if 0 <= value < _MAX_COUNT:
+            return _new_time(value, unit)
+        allowed = f"a count of {_UNIT_NOUNS[unit]} must be below 1e{_MAX_COUNT_DIGITS}"
+    expression = f"{_show(left)} {symbol} {_show(right)}"
+    if value < 0:
+        raise ValueError(
+            f"Time cannot be negative: {expression} = {_show(value)}{unit.value}. Subtract a smaller time, or swap "
+            f"the operands."
+        )
+    raise ValueError(f"{expression} is too large: {allowed}. Use smaller operands.")
+
+
+def _scale(time: Time[Any], factor: Any) -> Time[Any]:
+    """``time * factor``: a count is truncated toward zero, as int() does (see :class:`Time` for how exactly)."""
+    if not 0 <= factor < math.inf:
+        raise ValueError(
+            f"Cannot multiply {time} by {_show(factor)}: the factor must be a finite number of 0 or more (time "
+            f"cannot be negative)."
+        )
+    value, unit = time._value, time._unit  # pyright: ignore[reportPrivateUsage]
+    if unit is not _DURATION:
+        return _result(_truncated_product(value, factor), unit, time, "*", factor)
+    try:
+        product = float(value * factor)
+    except OverflowError:  # a huge int or Fraction factor: multiply exactly, then round once
+        product = _as_duration(Fraction(value) * Fraction(*_ratio(factor)))
+    return _result(product, unit, time, "*", factor)
+
+
+def _truncated_product(count: int, factor: object) -> int:
+    """``int(count * factor)`` for a finite factor >= 0, without rounding a count above 2**53 through float."""
     if isinstance(factor, int):
-        return _checked_time(value * factor, unit)  # exact for huge counts
-    product = value * factor
-    if not math.isfinite(product):
-        raise ValueError(f"Cannot multiply {value}{unit.value} by {factor}: the result is not finite.")
-    return _checked_time(int(product), unit)
+        return count * factor
+    if isinstance(factor, float):
+        product = count * factor
+        if count <= _FLOAT_EXACT and product < _FLOAT_EXACT:
+            return int(product)  # what Python's float gives, and what callers such as a scale ratio expect
+    numerator, denominator = _ratio(factor)
+    return count * numerator // denominator
+
+
+def _truncated_quotient(count: int, divisor: object) -> int:
+    """``int(count / divisor)`` for a finite divisor > 0, without rounding a count above 2**53 through float."""
+    if isinstance(divisor, int):
+        return count // divisor
+    if isinstance(divisor, float):
+        quotient = count / divisor
+        if count <= _FLOAT_EXACT and quotient < _FLOAT_EXACT:
+            return int(quotient)
+    numerator, denominator = _ratio(divisor)
+    return count * denominator // numerator
 
 
 class Timestamp(NamedTuple):
@@ -594,28 +791,29 @@ class Timer(Serializable):
         96
     """
 
-    # Counters are plain ints: on_batch_complete runs every training step, and int additions keep it well under a
-    # microsecond. Times are built (cheaply) only when a counter is read.
+    # Counters are plain ints, and only the three running totals move per batch (the per-epoch counters are the
+    # totals less their values when the epoch began): on_batch_complete runs every training step and stays at a
+    # couple of hundred nanoseconds. Times are built (cheaply) only when a counter is read.
     __slots__ = (
         "_batch",
-        "_batch_in_epoch",
+        "_batch_at_epoch_start",
         "_epoch",
         "_sample",
-        "_sample_in_epoch",
+        "_sample_at_epoch_start",
         "_timestamp",
         "_token",
-        "_token_in_epoch",
+        "_token_at_epoch_start",
     )
 
     def __init__(self) -> None:
         self._timestamp: Timestamp | None = None  # cached snapshot, dropped whenever a counter moves
         self._epoch = 0
         self._batch = 0
-        self._batch_in_epoch = 0
         self._sample = 0
-        self._sample_in_epoch = 0
         self._token = 0
-        self._token_in_epoch = 0
+        self._batch_at_epoch_start = 0
+        self._sample_at_epoch_start = 0
+        self._token_at_epoch_start = 0
 
     # ----- counters -----
 
@@ -632,7 +830,7 @@ class Timer(Serializable):
     @property
     def batch_in_epoch(self) -> Time[int]:
         """Batches completed in the current epoch."""
-        return _new_time(self._batch_in_epoch, _BATCH)
+        return _new_time(self._batch - self._batch_at_epoch_start, _BATCH)
 
     @property
     def sample(self) -> Time[int]:
@@ -642,7 +840,7 @@ class Timer(Serializable):
     @property
     def sample_in_epoch(self) -> Time[int]:
         """Samples trained on in the current epoch."""
-        return _new_time(self._sample_in_epoch, _SAMPLE)
+        return _new_time(self._sample - self._sample_at_epoch_start, _SAMPLE)
 
     @property
     def token(self) -> Time[int]:
@@ -652,7 +850,7 @@ class Timer(Serializable):
     @property
     def token_in_epoch(self) -> Time[int]:
         """Tokens trained on in the current epoch."""
-        return _new_time(self._token_in_epoch, _TOKEN)
+        return _new_time(self._token - self._token_at_epoch_start, _TOKEN)
 
     def get(self, unit: TimeUnit | str) -> Time[int]:
         """Returns the counter since the start of training in ``unit`` (``'ep'``, ``'ba'``, ``'sp'`` or ``'tok'``).
@@ -703,27 +901,41 @@ class Timer(Serializable):
         Args:
             samples: Samples in the batch (across all ranks).
             tokens: Tokens in the batch (across all ranks); 0 when the data has no notion of tokens.
+
+        Raises:
+            ValueError: If an increment is negative or not a whole number, or would take a count to ``1e100`` or more
+                (the most a :class:`Time` holds); the Timer is then unchanged.
         """
         if type(samples) is int and type(tokens) is int and samples >= 0 and tokens >= 0:
-            n_samples, n_tokens = samples, tokens
-        else:  # rare path: Time increments, numpy or tensor integers, or an error to report
-            n_samples = _increment(samples, _SAMPLE, "samples")
-            n_tokens = _increment(tokens, _TOKEN, "tokens")
+            sample = self._sample + samples
+            token = self._token + tokens
+            if sample < _MAX_COUNT > token:
+                self._timestamp = None
+                self._batch += 1
+                self._sample = sample
+                self._token = token
+                return
+        # Rare path: Time increments, numpy or tensor integers, or an error to report.
+        sample = self._sample + _increment(samples, _SAMPLE, "samples")
+        token = self._token + _increment(tokens, _TOKEN, "tokens")
+        if sample >= _MAX_COUNT or token >= _MAX_COUNT:
+            raise ValueError(
+                f"Timer.on_batch_complete(samples={_show(samples)}, tokens={_show(tokens)}) would take the sample "
+                f"or token count to 1e{_MAX_COUNT_DIGITS} or more, beyond what a Time holds; the Timer is unchanged. "
+                f"Pass the number of samples and tokens in this one batch."
+            )
         self._timestamp = None
         self._batch += 1
-        self._batch_in_epoch += 1
-        self._sample += n_samples
-        self._sample_in_epoch += n_samples
-        self._token += n_tokens
-        self._token_in_epoch += n_tokens
+        self._sample = sample
+        self._token = token
 
     def on_epoch_complete(self) -> None:
         """Advances the clock by one epoch and restarts the ``*_in_epoch`` counters at 0."""
         self._timestamp = None
         self._epoch += 1
-        self._batch_in_epoch = 0
-        self._sample_in_epoch = 0
-        self._token_in_epoch = 0
+        self._batch_at_epoch_start = self._batch
+        self._sample_at_epoch_start = self._sample
+        self._token_at_epoch_start = self._token
 
     # ----- snapshots and state -----
 
@@ -749,13 +961,22 @@ class Timer(Serializable):
 
     def state_dict(self) -> dict[str, Any]:
         """Returns the seven counters as plain ints, keyed by counter name."""
-        return {name: getattr(self, "_" + name) for name in _COUNTERS}
+        return {
+            "epoch": self._epoch,
+            "batch": self._batch,
+            "batch_in_epoch": self._batch - self._batch_at_epoch_start,
+            "sample": self._sample,
+            "sample_in_epoch": self._sample - self._sample_at_epoch_start,
+            "token": self._token,
+            "token_in_epoch": self._token - self._token_at_epoch_start,
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restores the counters from :meth:`state_dict` output; the Timer is unchanged if ``state`` is invalid.
 
         Raises:
-            ValueError: If a counter is missing, a key is unknown, or a value is negative or not a whole number.
+            ValueError: If a counter is missing, a key is unknown, or a value is negative, not a whole number, or
+                ``1e100`` or more.
         """
         missing = [name for name in _COUNTERS if name not in state]
         unknown = sorted(str(key) for key in state if key not in _COUNTERS)
@@ -770,42 +991,54 @@ class Timer(Serializable):
                 counts[name] = int(_checked_value(state[name], unit))
             except (TypeError, ValueError) as error:
                 raise type(error)(f"Invalid Timer state dict value for {name!r}: {error}") from None
-        for name, count in counts.items():
-            setattr(self, "_" + name, count)
+        self._epoch = counts["epoch"]
+        self._batch = counts["batch"]
+        self._sample = counts["sample"]
+        self._token = counts["token"]
+        self._batch_at_epoch_start = counts["batch"] - counts["batch_in_epoch"]
+        self._sample_at_epoch_start = counts["sample"] - counts["sample_in_epoch"]
+        self._token_at_epoch_start = counts["token"] - counts["token_in_epoch"]
         self._timestamp = None
 
     # ----- comparison -----
 
-    def _counter(self, other: object) -> Time[int] | None:
-        # A Time or time string is compared with the counter in its unit; None for any other type.
+    def _counter(self, other: object, symbol: str) -> tuple[Time[int], Time[Any]] | None:
+        """The counter in ``other``'s unit and ``other`` as a Time; None if ``other`` is not a Time or time string."""
         if isinstance(other, str):
-            other = _parse(other)
-        return self.get(other.unit) if isinstance(other, Time) else None
+            try:
+                other = _parse(other)
+            except ValueError as error:
+                if symbol == "==":
+                    return None
+                raise TypeError(f"Cannot compare the Timer {symbol} {_show(other)}: {error}") from None
+        return (self.get(other.unit), other) if isinstance(other, Time) else None
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Timer):
             return self.state_dict() == other.state_dict()
-        counter = self._counter(other)
-        return NotImplemented if counter is None else counter == other
+        pair = self._counter(other, "==")
+        if pair is None:
+            return False if isinstance(other, str) else NotImplemented
+        return pair[0] == pair[1]
 
     def __lt__(self, other: Time[Any] | str) -> bool:
-        counter = self._counter(other)
-        return NotImplemented if counter is None else counter < other
+        pair = self._counter(other, "<")
+        return NotImplemented if pair is None else pair[0] < pair[1]
 
     def __le__(self, other: Time[Any] | str) -> bool:
-        counter = self._counter(other)
-        return NotImplemented if counter is None else counter <= other
+        pair = self._counter(other, "<=")
+        return NotImplemented if pair is None else pair[0] <= pair[1]
 
     def __gt__(self, other: Time[Any] | str) -> bool:
-        counter = self._counter(other)
-        return NotImplemented if counter is None else counter > other
+        pair = self._counter(other, ">")
+        return NotImplemented if pair is None else pair[0] > pair[1]
 
     def __ge__(self, other: Time[Any] | str) -> bool:
-        counter = self._counter(other)
-        return NotImplemented if counter is None else counter >= other
+        pair = self._counter(other, ">=")
+        return NotImplemented if pair is None else pair[0] >= pair[1]
 
     __hash__ = None  # type: ignore[assignment]  # mutable, so unhashable
 
     def __repr__(self) -> str:
-        counters = ", ".join(f"{name}={getattr(self, '_' + name)}" for name in _COUNTERS)
+        counters = ", ".join(f"{name}={count}" for name, count in self.state_dict().items())
         return f"Timer({counters})"

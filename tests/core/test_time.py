@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import copy
+import math
 import operator
 import pickle
+import sys
 from collections.abc import Callable
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -18,7 +22,7 @@ from composer.core.time import Time, Timer, Timestamp, TimeUnit
 
 COUNT_UNITS = [TimeUnit.EPOCH, TimeUnit.BATCH, TimeUnit.SAMPLE, TimeUnit.TOKEN]
 PROPERTY_SETTINGS = settings(derandomize=True, max_examples=150, deadline=None)
-COMPARISONS = [operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge]
+ORDERINGS = [operator.lt, operator.le, operator.gt, operator.ge]
 
 
 def test_public_names() -> None:
@@ -292,8 +296,8 @@ def test_compare_with_strings_and_numbers() -> None:
     assert Time(0.5, "dur") == "0.5dur"
 
 
-@pytest.mark.parametrize("op", COMPARISONS)
-def test_compare_mixed_units_raises(op: Callable[[Any, Any], bool]) -> None:
+@pytest.mark.parametrize("op", ORDERINGS)
+def test_order_mixed_units_raises(op: Callable[[Any, Any], bool]) -> None:
     with pytest.raises(ValueError, match="Convert") as info:
         op(Time(5, "ep"), Time(10, "ba"))
     assert "5ep" in str(info.value)
@@ -302,9 +306,20 @@ def test_compare_mixed_units_raises(op: Callable[[Any, Any], bool]) -> None:
         op(Time(5, "ep"), "10ba")
 
 
-def test_compare_with_malformed_string_raises() -> None:
-    with pytest.raises(ValueError, match="'10 epochs'"):
-        _ = Time(5, "ep") < "10 epochs"
+def test_mixed_units_are_never_equal() -> None:
+    # Equality does not raise: Times of different units are simply different (they may share a hash).
+    assert (Time(5, "ep") == Time(5, "ba")) is False
+    assert (Time(5, "ep") != Time(5, "ba")) is True
+    assert (Time(5, "ep") == "5ba") is False
+    assert Time(5, "ep") not in [Time(5, "ba"), "5sp"]
+    assert len({Time(5, "ep"), Time(5, "ba"), Time(5, "sp")}) == 3
+
+
+@pytest.mark.parametrize("op", ORDERINGS)
+def test_order_with_malformed_string_raises_type_error(op: Callable[[Any, Any], bool]) -> None:
+    with pytest.raises(TypeError, match="'10 epochs'") as info:
+        op(Time(5, "ep"), "10 epochs")
+    assert "'90ep'" in str(info.value)  # says what a time string looks like
 
 
 def test_compare_with_other_types() -> None:
@@ -476,8 +491,9 @@ def test_ordering_agrees_with_ints(unit: TimeUnit, a: int, b: int) -> None:
 
 
 @PROPERTY_SETTINGS
-@given(st.sampled_from(COUNT_UNITS), counts, fractions)
+@given(st.sampled_from(COUNT_UNITS), st.integers(min_value=0, max_value=2**53), fractions)
 def test_multiply_by_duration_truncates_product(unit: TimeUnit, n: int, f: float) -> None:
+    # Below 2**53 a count times a float is Python's int(n * f); above it, see test_float_factor_is_exact_above_2_53.
     expected = Time(int(n * f), unit)
     assert Time(n, unit) * Time(f, "dur") == expected
     assert Time(f, "dur") * Time(n, unit) == expected
@@ -701,3 +717,421 @@ def test_timer_repr() -> None:
     assert repr(timer) == (
         "Timer(epoch=0, batch=1, batch_in_epoch=1, sample=3, sample_in_epoch=3, token=0, token_in_epoch=0)"
     )
+
+
+# ----- huge values, exactness and equality (issue 16) -----
+# Each test below failed before the fix: with an OverflowError, a silently rounded count, a string that did not parse
+# back, or an equality that raised or hashed apart from what it equals.
+
+MAX_COUNT = 10**100  # counts are below 1e100, the most a time string holds
+
+
+def fraction(numerator: int, denominator: int = 1) -> Any:
+    """A Fraction, typed Any: Time takes any real number at run time, though its annotations name int and float."""
+    return Fraction(numerator, denominator)
+
+
+@pytest.mark.parametrize(
+    ("build", "allowed"),
+    [
+        (lambda: Time(10**400, "dur"), "finite float"),
+        (lambda: Time(10**400, "tok") + 1.5, "below 1e100"),
+        (lambda: Time(10**400, "ba") / Time(1, "ba"), "below 1e100"),
+        (lambda: Time(fraction(10**400), "ep"), "below 1e100"),
+        (lambda: Time.from_duration(10**400), "finite float"),
+        (lambda: Time(MAX_COUNT, "sp"), "below 1e100"),
+        (lambda: Time(1e300, "ba"), "below 1e100"),
+        (lambda: Time.from_input(10**400, default_unit="tok"), "below 1e100"),
+    ],
+)
+def test_huge_values_raise_value_error(build: Callable[[], Any], allowed: str) -> None:
+    with pytest.raises(ValueError, match=allowed) as info:
+        build()
+    message = str(info.value)
+    assert "too large" in message or "must be" in message
+    assert "digits" in message or "1e+300" in message or "1000000" in message  # names the value, shortened
+    assert len(message) < 400
+
+
+def test_huge_operands_raise_value_error_or_work_exactly() -> None:
+    big = Time(10**99, "tok")
+    with pytest.raises(ValueError, match=r"1\.5 .*whole number"):
+        _ = big + 1.5
+    assert (big + 1.0).value == 10**99 + 1
+    assert (big + fraction(4, 2)).value == 10**99 + 2
+    assert big / Time(1, "tok") == Time(1e99, "dur")
+    assert Time(fraction(10**99), "ep").value == 10**99
+    with pytest.raises(ValueError, match="too large"):
+        _ = big * 10
+    with pytest.raises(ValueError, match="too large"):
+        _ = Time(5, "ba") * 10**400
+    with pytest.raises(ValueError, match="too large"):
+        _ = Time(5, "ba") / 5e-324
+    # Durations: rounded once from the exact result, or refused when no float holds it.
+    assert Time(0.5, "dur") / 10**400 == Time(0.0, "dur")
+    assert Time(0.0, "dur") * 10**400 == Time(0.0, "dur")
+    assert Time(0.5, "dur") * fraction(1, 3) == Time(0.5 / 3, "dur")
+    with pytest.raises(ValueError, match="too large"):
+        _ = Time(0.5, "dur") * 10**400
+    with pytest.raises(ValueError, match="too large"):
+        _ = Time(1e308, "dur") / Time(1e-300, "dur")
+    with pytest.raises(ValueError, match="too large"):
+        _ = Time(1e308, "dur") + Time(1e308, "dur")
+    with pytest.raises(ValueError, match="finite"):
+        _ = Time(0.5, "dur") + 10**400
+
+
+def test_messages_about_huge_ints_do_not_break() -> None:
+    # repr() of an int over 4300 digits raises ValueError itself; the messages must not depend on it.
+    for build in (lambda: Time(10**5000, "ba"), lambda: Time(-(10**5000), "ep"), lambda: Time.from_input(10**5000)):
+        with pytest.raises(ValueError, match="digits") as info:
+            build()
+        assert "Exceeds the limit" not in str(info.value)
+
+
+def test_counts_stay_exact_above_2_53() -> None:
+    assert (Time(2**60 + 1, "ba") + 1.0).value == 2**60 + 2
+    assert (1.0 + Time(2**60 + 1, "ba")).value == 2**60 + 2
+    assert (Time(2**60 + 1, "ba") - 1.0).value == 2**60
+    assert (Time(2**60 + 1, "ba") * 1.0).value == 2**60 + 1
+    assert (Time(2**60 + 1, "ba") * Time(1.0, "dur")).value == 2**60 + 1
+    assert (Time(2**60 + 1, "ba") / 1.0).value == 2**60 + 1
+    assert (Time(2**60 + 3, "ba") * 0.5).value == 2**59 + 1  # floor of the exact 2**59 + 1.5
+    assert (Time(2**60 + 3, "ba") / fraction(1, 3)).value == 3 * (2**60 + 3)
+    assert Time(float(2**60), "sp").value == 2**60
+    assert Time(fraction(2**61 + 2, 2), "sp").value == 2**60 + 1
+    with pytest.raises(ValueError, match="whole number") as info:
+        Time(fraction(2**53 + 1, 2), "ep")  # used to be accepted as 2**52
+    assert "9007199254740993" in str(info.value)
+
+
+def test_float_factor_of_a_count_truncates() -> None:
+    # The documented rule: a count times (or divided by) a float is truncated toward zero; below 2**53 it is what
+    # Python's int(n * f) gives, which the scale schedule ratio relies on (10ep / 0.7 * 0.7 is 10ep again).
+    assert Time(3, "ba") * 0.5 == Time(1, "ba")
+    assert Time(10, "ep") * 0.7 == Time(7, "ep")
+    assert Time(7, "ep") / 0.7 == Time(10, "ep")
+    assert Time(3, "ep") * (1 / 3) == Time(1, "ep")
+    assert Time(7, "ba") / 2.0 == Time(3, "ba")
+    assert Time(7, "ba") / fraction(2) == Time(3, "ba")
+    assert Time(7, "ba") * fraction(1, 2) == Time(3, "ba")
+    assert Time(5, "ba") / float("inf") == Time(0, "ba")
+    for bad in (float("nan"), float("inf"), -0.5):
+        with pytest.raises(ValueError, match="finite number of 0 or more"):
+            _ = Time(5, "ba") * bad
+
+
+@pytest.mark.parametrize(
+    "t",
+    [
+        Time(MAX_COUNT - 1, "ba"),
+        Time(10**99, "tok"),
+        Time(10**100 - 10**80, "sp"),
+        Time(sys.float_info.max, "dur"),
+        Time(5e-324, "dur"),
+        Time(1e100, "dur"),
+        Time(1e-7, "dur"),
+    ],
+)
+def test_round_trip_at_the_limits(t: Time[Any]) -> None:
+    parsed = Time.from_timestring(str(t))
+    assert parsed == t
+    assert parsed.unit is t.unit
+    assert type(parsed.value) is type(t.value)
+
+
+def test_no_time_holds_a_count_that_does_not_round_trip() -> None:
+    with pytest.raises(ValueError, match="below 1e100"):
+        Time(MAX_COUNT, "ba")
+    with pytest.raises(ValueError, match="below 1e100"):
+        Time.from_timestring(f"{MAX_COUNT}ba")
+    with pytest.raises(ValueError, match="too large"):
+        _ = Time(MAX_COUNT - 1, "ba") + 1
+
+
+@pytest.mark.parametrize("other", ["x", "", "10 epochs", "1e100ep", None, [1], object(), b"5ep", True])
+def test_equality_with_unrelated_values_is_false(other: object) -> None:
+    t = Time(1, "ep")
+    assert (t == other) is False
+    assert (t != other) is True
+    assert t not in [other]
+    assert [other].count(t) == 0
+
+
+@pytest.mark.parametrize("other", ["x", "10 epochs", None, [1], object()])
+@pytest.mark.parametrize("op", ORDERINGS)
+def test_ordering_with_unrelated_values_raises_type_error(op: Callable[[Any, Any], bool], other: object) -> None:
+    with pytest.raises(TypeError):
+        op(Time(1, "ep"), other)
+    with pytest.raises(TypeError):
+        op(other, Time(1, "ep"))
+
+
+def test_hash_agrees_with_equality() -> None:
+    assert Time(5, "ep") == 5
+    assert hash(Time(5, "ep")) == hash(5) == hash(5.0) == hash(Fraction(5))
+    assert hash(Time(0.5, "dur")) == hash(0.5)
+    assert hash(Time(10**99, "tok")) == hash(10**99)
+    by_number: dict[Any, str] = {5: "five"}
+    by_time: dict[Any, str] = {Time(5, "ba"): "five"}
+    assert by_number[Time(5, "ba")] == "five"
+    assert by_time[5.0] == "five"
+    assert len({Time(5, "ep"), 5}) == 1
+
+
+def test_timer_refuses_counts_it_cannot_hold() -> None:
+    timer = Timer()
+    timer.on_batch_complete(samples=MAX_COUNT - 1)
+    before = timer.state_dict()
+    increments: list[tuple[Any, Any]] = [(1, 0), (0, MAX_COUNT), (np.int64(1), 0), (Time(1, "sp"), 0), (1e100, 0)]
+    for samples, tokens in increments:
+        with pytest.raises(ValueError, match="1e100"):
+            timer.on_batch_complete(samples, tokens)
+        assert timer.state_dict() == before  # unchanged
+    assert Time.from_timestring(str(timer.sample)) == timer.sample
+    with pytest.raises(ValueError, match="below 1e100"):
+        Timer().load_state_dict({**Timer().state_dict(), "token": MAX_COUNT})
+    with pytest.raises(ValueError, match="whole number"):
+        Timer().on_batch_complete(samples=Fraction(2**53 + 1, 2))  # type: ignore[arg-type]
+    exact = Timer()
+    exact.on_batch_complete(samples=float(2**60), tokens=Fraction(2**61, 2))  # type: ignore[arg-type]
+    assert exact.sample.value == exact.token.value == 2**60
+
+
+def test_timer_equality_and_ordering_with_bad_strings() -> None:
+    timer = Timer()
+    assert (timer == "x") is False
+    assert timer not in ["x", None]
+    with pytest.raises(TypeError, match="'x'"):
+        _ = timer < "x"
+    with pytest.raises(TypeError):
+        _ = timer >= None  # type: ignore[operator]
+
+
+def test_timer_per_epoch_counters_after_load() -> None:
+    # The Timer keeps running totals and where the epoch began; a loaded state dict must read back the same.
+    state = {"epoch": 2, "batch": 9, "batch_in_epoch": 3, "sample": 90, "sample_in_epoch": 30, "token": 7}
+    timer = Timer()
+    timer.load_state_dict({**state, "token_in_epoch": 7})
+    assert timer.state_dict() == {**state, "token_in_epoch": 7}
+    timer.on_batch_complete(10, 1)
+    assert (timer.batch_in_epoch, timer.sample_in_epoch, timer.token_in_epoch) == (
+        Time(4, "ba"),
+        Time(40, "sp"),
+        Time(8, "tok"),
+    )
+    timer.on_epoch_complete()
+    assert timer.state_dict()["sample_in_epoch"] == 0
+    assert timer.sample == Time(100, "sp")
+
+
+# ----- fuzzing properties (issue 16) -----
+# Seeded, with a stated number of examples each; the whole set runs in a few seconds.
+
+FUZZ_SETTINGS = settings(derandomize=True, deadline=None, max_examples=300)
+
+
+def exact(number: Any) -> Fraction:
+    """The exact value of a finite int, float, Fraction or numpy number (Fraction() refuses numpy floats)."""
+    if isinstance(number, (int, np.integer)):
+        return Fraction(int(number))
+    if isinstance(number, Fraction):
+        return number
+    return Fraction(*number.as_integer_ratio())
+
+
+# Integers around every boundary that matters: 0, 2**53 (float precision), 1e100 (the count limit), and beyond.
+edge_ints = st.one_of(
+    st.integers(min_value=-(10**3), max_value=10**3),
+    st.integers(min_value=2**53 - 4, max_value=2**53 + 4),
+    st.integers(min_value=2**60 - 4, max_value=2**60 + 4),
+    st.integers(min_value=MAX_COUNT - 4, max_value=MAX_COUNT + 4),
+    st.integers(min_value=-(10**420), max_value=10**420),
+)
+any_numbers = st.one_of(
+    edge_ints,
+    st.floats(),  # every float: NaN, infinities, -0.0, subnormals, 1e308
+    st.builds(Fraction, edge_ints, st.integers(min_value=1, max_value=2**70)),
+    st.builds(np.int64, st.integers(min_value=-(2**63), max_value=2**63 - 1)),
+    st.builds(np.float32, st.floats(width=32)),
+)
+valid_counts = st.one_of(
+    st.integers(min_value=0, max_value=MAX_COUNT - 1),
+    st.integers(min_value=2**53 - 4, max_value=2**53 + 4),
+    st.integers(min_value=MAX_COUNT - 4, max_value=MAX_COUNT - 1),
+)
+valid_durations = st.floats(min_value=0.0, allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def valid_times(draw: st.DrawFn) -> Time[Any]:
+    unit = draw(st.sampled_from(list(TimeUnit)))
+    return Time(draw(valid_durations if unit is TimeUnit.DURATION else valid_counts), unit)
+
+
+@FUZZ_SETTINGS
+@given(any_numbers, st.sampled_from(list(TimeUnit)))
+def test_fuzz_construction_is_exact_or_refused(value: Any, unit: TimeUnit) -> None:
+    try:
+        t = Time(value, unit)
+    except ValueError as error:
+        assert "Time" in str(error) or "time" in str(error)
+        return
+    if unit is TimeUnit.DURATION:
+        assert type(t.value) is float
+        assert t.value == float(value)
+    else:
+        assert type(t.value) is int
+        assert 0 <= t.value < MAX_COUNT
+        assert t.value == exact(value)  # exact: nothing was rounded
+    assert Time.from_timestring(str(t)) == t
+
+
+@FUZZ_SETTINGS
+@given(valid_times())
+def test_fuzz_every_valid_time_round_trips(t: Time[Any]) -> None:
+    for text in (str(t), t.to_timestring().upper(), f"  {t} "):
+        parsed = Time.from_timestring(text)
+        assert parsed == t
+        assert parsed.unit is t.unit
+        assert type(parsed.value) is type(t.value)
+    assert eval(repr(t), {"Time": Time, "TimeUnit": TimeUnit}) == t
+
+
+number_texts = st.one_of(
+    st.integers(min_value=0, max_value=10**110).map(str),
+    st.floats(min_value=0.0, allow_nan=False).map(repr),
+    st.builds(lambda m, e: f"{m}e{e}", st.integers(0, 10**5), st.integers(-400, 400)),
+    st.text(alphabet="0123456789.eE+-", min_size=1, max_size=30),
+)
+
+
+@FUZZ_SETTINGS
+@given(number_texts, st.sampled_from(["ep", "ba", "sp", "tok", "dur", "EP", "Dur", "x", ""]))
+def test_fuzz_parse_is_valid_or_value_error(number: str, unit: str) -> None:
+    text = number + unit
+    try:
+        t = Time.from_timestring(text)
+    except ValueError as error:
+        assert "Invalid time string" in str(error)
+        return
+    assert Time.from_timestring(str(t)) == t
+    if t.unit is not TimeUnit.DURATION:
+        assert Fraction(t.value) == Fraction(Decimal(number))  # every digit kept
+
+
+operands = st.one_of(
+    edge_ints,
+    st.floats(),
+    st.builds(Fraction, edge_ints, st.integers(min_value=1, max_value=2**70)),
+)
+
+
+@FUZZ_SETTINGS
+@given(st.sampled_from(COUNT_UNITS), valid_counts, operands)
+def test_fuzz_count_sum_and_difference_are_exact(unit: TimeUnit, n: int, other: Any) -> None:
+    t = Time(n, unit)
+    finite = isinstance(other, (int, Fraction)) or math.isfinite(other)
+    whole = finite and exact(other).denominator == 1
+    for op in (operator.add, operator.sub):
+        expected = op(n, int(exact(other))) if whole else None
+        try:
+            result = op(t, other)
+        except ValueError:
+            assert expected is None or not 0 <= expected < MAX_COUNT
+            continue
+        assert result.value == expected
+        assert type(result.value) is int
+
+
+@FUZZ_SETTINGS
+@given(st.sampled_from(COUNT_UNITS), valid_counts, operands)
+def test_fuzz_count_product_and_quotient_truncate(unit: TimeUnit, n: int, factor: Any) -> None:
+    t = Time(n, unit)
+    finite = isinstance(factor, (int, Fraction)) or math.isfinite(factor)
+    for op in (operator.mul, operator.truediv):
+        try:
+            result = op(t, factor)
+        except ZeroDivisionError:
+            assert op is operator.truediv and factor == 0
+            continue
+        except ValueError:
+            assert not finite or factor < 0 or op(Fraction(n), exact(factor)) >= MAX_COUNT - 1
+            continue
+        assert finite and factor >= 0
+        value = result.value
+        assert type(value) is int
+        true_result = op(Fraction(n), exact(factor))
+        if isinstance(factor, float) and n <= 2**53 and op(n, factor) < 2**53:
+            assert value == int(op(n, factor))  # what Python's float arithmetic gives
+        else:
+            assert value == math.floor(true_result)  # exact, then truncated
+        assert abs(value - true_result) < 1 + true_result * 2**-52
+
+
+@FUZZ_SETTINGS
+@given(valid_durations, operands, st.sampled_from([operator.add, operator.sub, operator.mul, operator.truediv]))
+def test_fuzz_duration_arithmetic_is_finite_or_value_error(d: float, other: Any, op: Callable[[Any, Any], Any]) -> None:
+    try:
+        result = op(Time(d, "dur"), other)
+    except ZeroDivisionError:
+        assert op is operator.truediv and other == 0
+        return
+    except ValueError:
+        return
+    assert type(result.value) is float
+    assert 0.0 <= result.value <= sys.float_info.max
+    if not (isinstance(other, float) and math.isinf(other)):
+        true_result = op(Fraction(d), exact(other))
+        assert result.value == pytest.approx(float(true_result), rel=1e-15, abs=1e-300)
+    assert Time.from_timestring(str(result)) == result
+
+
+unrelated = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.text(max_size=12),
+    st.binary(max_size=4),
+    st.lists(st.integers(), max_size=2),
+    st.builds(object),
+)
+
+
+@FUZZ_SETTINGS
+@given(valid_times(), st.one_of(unrelated, operands, valid_times(), valid_times().map(str)))
+def test_fuzz_equality_never_raises_and_agrees_with_hash(t: Time[Any], other: Any) -> None:
+    equal = t == other
+    assert isinstance(equal, bool)
+    assert (t != other) is (not equal)
+    if equal and not isinstance(other, str):  # a Time cannot hash like every string that names it
+        assert hash(t) == hash(other)
+    for op in ORDERINGS:
+        try:
+            op(t, other)
+        except TypeError:
+            assert not isinstance(other, (int, float, Fraction, Time)) or isinstance(other, bool)
+        except ValueError as error:
+            assert "units differ" in str(error)
+
+
+@FUZZ_SETTINGS
+@given(st.lists(st.tuples(st.one_of(valid_counts, edge_ints), st.one_of(valid_counts, edge_ints)), max_size=6))
+def test_fuzz_timer_counts_exactly_or_refuses(increments: list[tuple[int, int]]) -> None:
+    timer = Timer()
+    samples = tokens = batches = 0
+    for n_samples, n_tokens in increments:
+        before = timer.state_dict()
+        try:
+            timer.on_batch_complete(n_samples, n_tokens)
+        except ValueError:
+            fits = n_samples >= 0 and n_tokens >= 0 and samples + n_samples < MAX_COUNT > tokens + n_tokens
+            assert not fits
+            assert timer.state_dict() == before
+            continue
+        samples, tokens, batches = samples + n_samples, tokens + n_tokens, batches + 1
+    assert (timer.sample.value, timer.token.value, timer.batch.value) == (samples, tokens, batches)
+    for counter in timer.get_timestamp():
+        assert Time.from_timestring(str(counter)) == counter
+    copy_ = Timer()
+    copy_.load_state_dict(timer.state_dict())
+    assert copy_ == timer
