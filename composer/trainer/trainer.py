@@ -27,6 +27,16 @@ from composer.core.time import Time, TimeUnit
 from composer.loggers.console import ConsoleLogger
 from composer.loggers.progress_bar import ProgressBarLogger
 from composer.models.base import ComposerModel
+from composer.trainer.arguments import (
+    algorithm_list,
+    callback_list,
+    check_optimizer_params,
+    check_optimizers,
+    check_scheduler_optimizers,
+    check_schedulers,
+    explain_unknown_keywords,
+    logger_list,
+)
 from composer.trainer.checkpointing import Checkpointing, epoch_batches, run_config
 from composer.trainer.devices import batch_to_device, resolve_device
 from composer.trainer.distributed import (
@@ -45,6 +55,7 @@ from composer.trainer.distributed import (
     set_sampler_epoch,
     wrap_ddp,
 )
+from composer.trainer.fit_warnings import warn_before_fit
 from composer.trainer.fsdp import FSDPConfig, prepare_fsdp_module, resolve_fsdp_config
 from composer.trainer.precision import make_grad_scaler, precision_context
 from composer.trainer.schedulers import TrainerSchedulers
@@ -75,7 +86,7 @@ class Trainer:
             an int means epochs). Multiplied by ``scale_schedule_ratio``.
         eval_dataloader (Iterable | DataSpec | Evaluator | Sequence, optional): Evaluation data; a plain loader
             becomes ``Evaluator(label='eval', eval_interval=eval_interval)``.
-        algorithms (Sequence[Algorithm], optional): Speed-up methods, in order.
+        algorithms (Sequence[Algorithm], optional): Speed-up methods, in order (one algorithm: a list of one).
         optimizers (torch.optim.Optimizer | Sequence, optional): Default: ``DecoupledSGDW(lr=0.1)``, built after
             ``INIT`` (so it sees any model surgery). An optimizer built before ``INIT`` is updated after surgery.
         schedulers (callable | torch LRScheduler | Sequence, optional): Composer scheduler functions (multiplied
@@ -85,14 +96,16 @@ class Trainer:
         grad_clip_norm (float, optional): Clip the global gradient norm (after unscaling) to this value.
         precision (str | Precision): ``'fp32'``, ``'amp'`` (fp16 with a gradient scaler) or ``'bf16'``.
         scale_schedule_ratio (float): Train ``ratio x max_duration``; composer schedulers stretch to match.
-        step_schedulers_every_batch (bool): Step torch schedulers every batch (True) or every epoch.
+        step_schedulers_every_batch (bool): Step torch schedulers every batch (True) or every epoch. ``fit`` warns when
+            a torch scheduler stepped every batch has a period (``T_max``, ``step_size``, ``milestones``,
+            ``total_iters``) under a quarter of the run's batches: a period counted in epochs wants False.
         eval_interval (str | Time | int): How often a plain eval loader runs (``'1ep'``, ``'100ba'``; int = epochs).
         eval_subset_num_batches (int, optional): Evaluate on at most this many batches.
         train_subset_num_batches (int, optional): Use at most this many batches per epoch.
         seed (int, optional): Seeds torch, NumPy and Python; default: a fresh random seed (logged).
         deterministic_mode (bool): Use deterministic kernels only.
-        loggers (Sequence[LoggerDestination], optional): Where logged values go.
-        callbacks (Sequence[Callback], optional): Observers of the loop, run after the loggers.
+        loggers (Sequence[LoggerDestination], optional): Where logged values go (one: a list of one).
+        callbacks (Sequence[Callback], optional): Observers of the loop, run after the loggers (one: a list of one).
         progress_bar (bool): Show progress on standard error: bars on a terminal, one line per epoch and evaluation
             elsewhere.
         log_to_console (bool): Print epoch-level metrics to standard error.
@@ -108,7 +121,8 @@ class Trainer:
         save_overwrite (bool): Allow saving into a folder that already holds this run's checkpoints.
         save_weights_only (bool): Save only the model's weights.
         load_path (str | PathLike, optional): Load this checkpoint after ``INIT``: the whole training state (training
-            then continues where it stopped) or, with ``load_weights_only``, the weights.
+            then continues where it stopped) or, with ``load_weights_only``, the weights. A folder loads its newest
+            checkpoint that reads back, as ``autoresume`` picks one (names that fit ``save_filename``).
         load_weights_only (bool): Load only the model's weights from ``load_path`` (to fine-tune, say).
         load_strict_model_weights (bool): Require the checkpoint's model keys to match the model's exactly.
         load_ignore_keys (Sequence[str], optional): Glob patterns over the model's keys not to load (a new
@@ -164,6 +178,7 @@ class Trainer:
         >>> trainer.close()
     """
 
+    @explain_unknown_keywords  # an unknown keyword (max_epochs=2) raises naming the nearest parameter
     def __init__(
         self,
         *,
@@ -217,7 +232,11 @@ class Trainer:
             raise ValueError(f"grad_accum={grad_accum!r} must be a positive integer (microbatches per batch).")
         if grad_clip_norm is not None and grad_clip_norm <= 0:
             raise ValueError(f"grad_clip_norm={grad_clip_norm!r} must be positive, or None to disable clipping.")
-        check_composition(list(algorithms or []))  # before anything starts: a pair that has no meaning together
+        # One object where a list is expected becomes a list of one; a class, a name or a wrong kind raises here.
+        algorithms, callbacks, loggers = algorithm_list(algorithms), callback_list(callbacks), logger_list(loggers)
+        optimizers = check_optimizers(optimizers)
+        check_schedulers(schedulers)
+        check_composition(algorithms)  # before anything starts: a pair that has no meaning together
         precision = Precision(precision)
         self._ddp_sync_strategy = DDPSyncStrategy.parse(ddp_sync_strategy)
         # Launched: create the process group first, so that the state's seed and rank are per process.
@@ -263,7 +282,7 @@ class Trainer:
             destinations.append(ProgressBarLogger())
         if log_to_console:
             destinations.append(ConsoleLogger())
-        destinations.extend(loggers or [])
+        destinations.extend(loggers)
         destinations = rank_zero_destinations(destinations)  # launched: one progress bar, each file written once
         if self.fsdp_config is not None:
             arguments["fsdp_config"] = self.fsdp_config.to_dict()
@@ -281,8 +300,8 @@ class Trainer:
             grad_accum=grad_accum,
             precision=precision,
             optimizers=optimizers,
-            algorithms=list(algorithms or []),
-            callbacks=[*destinations, *(callbacks or []), *([saver] if saver is not None else [])],
+            algorithms=algorithms,
+            callbacks=[*destinations, *callbacks, *([saver] if saver is not None else [])],
             device=self.device,
         )
         self._model = model  # typed handle on state.model (which algorithms may not replace wholesale)
@@ -301,6 +320,8 @@ class Trainer:
                 self.state.optimizers = [DecoupledSGDW(model.parameters(), lr=0.1)]
             else:
                 update_optimizer_params(self.state.optimizers, params_before, dict(model.named_parameters()))
+                # After surgery and the remap, with requires_grad as algorithms left it (what they freeze is exempt).
+                check_optimizer_params(model, self.state.optimizers)
             model.to(self.device)
             if self.fsdp_config is not None:  # shard before loading (load_path, autoresume): the parameters change
                 prepare_fsdp_module(model, self.fsdp_config, self.state.optimizers, sync_module_states=True)
@@ -312,6 +333,8 @@ class Trainer:
             self._schedulers = TrainerSchedulers(
                 self.state, schedulers, self.state.scale_schedule_ratio, step_schedulers_every_batch
             )
+            check_scheduler_optimizers(self.state.schedulers, self.state.optimizers)
+            self._warned_before_fit = False
             self._create_graph = any(a.backwards_create_graph for a in self.state.algorithms)
             self.checkpointing.load(self.state)  # load_path, or with autoresume the newest checkpoint of this run
             # Launched: wrap after surgery, the optimizer remap and loading; then each rank draws its own random numbers
@@ -411,6 +434,9 @@ class Trainer:
     def _fit_loop(self) -> None:
         state, engine = self.state, self.engine
         engine.run_event(Event.FIT_START)
+        if not self._warned_before_fit:  # once per run, seeing what algorithms set at FIT_START
+            self._warned_before_fit = True
+            warn_before_fit(state, self._schedulers.per_batch, self.checkpointing)
         self.logger.metric_fit({"trainer/algorithms": [repr(a) for a in state.algorithms]})
         while not self._run_over():
             state.model.train()

@@ -1,0 +1,215 @@
+"""The Trainer's arguments: single objects, classes, wrong kinds, optimizers, schedulers, unknown keywords
+(issue 17, "Mistakes get raw errors"), and optimizers that do not train the model ("Wrong results with no warning")."""
+
+import inspect
+import re
+import warnings
+
+import pytest
+import torch
+
+from composer import Trainer
+from composer.algorithms import LabelSmoothing, LayerFreezing
+from composer.callbacks import LRMonitor
+from composer.loggers import InMemoryLogger
+from composer.trainer.arguments import explain_unknown_keywords
+from tests.common import SimpleModel, make_dataloader
+
+
+def make_trainer(model=None, **kwargs):
+    torch.manual_seed(0)
+    model = model or SimpleModel()
+    kwargs.setdefault("train_dataloader", make_dataloader(num_samples=16, batch_size=4))
+    kwargs.setdefault("max_duration", "1ep")
+    if "optimizers" not in kwargs:
+        kwargs["optimizers"] = torch.optim.SGD(model.parameters(), lr=0.1)
+    return Trainer(model=model, progress_bar=False, seed=0, **kwargs)
+
+
+# ---- single objects where a list is expected ----------------------------------------------------------------------
+
+
+def test_single_objects_act_as_one_element_lists():
+    memory = InMemoryLogger()
+    single = make_trainer(algorithms=LabelSmoothing(0.1), callbacks=LRMonitor(), loggers=memory)
+    single.fit()
+    # The callback ran and the destination received its values: the learning rate, 0.1 at every batch.
+    assert memory.values("lr-SGD/group0") == [0.1] * 4
+    # The same training as with one-element lists.
+    listed = make_trainer(algorithms=[LabelSmoothing(0.1)], callbacks=[LRMonitor()], loggers=[InMemoryLogger()])
+    listed.fit()
+    for p, q in zip(single.state.model.parameters(), listed.state.model.parameters()):
+        torch.testing.assert_close(p, q)
+    # And not the same as without label smoothing: the algorithm was applied.
+    plain = make_trainer()
+    plain.fit()
+    assert not torch.equal(next(plain.state.model.parameters()), next(single.state.model.parameters()))
+
+
+# ---- a class where an instance is expected, and objects of the wrong kind -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argument", "value", "name"),
+    [
+        ("algorithms", [LabelSmoothing], "LabelSmoothing"),
+        ("algorithms", LabelSmoothing, "LabelSmoothing"),
+        ("callbacks", [LRMonitor], "LRMonitor"),
+        ("loggers", [InMemoryLogger], "InMemoryLogger"),
+    ],
+)
+def test_a_class_asks_for_an_instance(argument, value, name):
+    with pytest.raises(TypeError, match=rf"^{argument}=\[{name}\] holds the class {name}.*pass an instance: {name}\("):
+        make_trainer(**{argument: value})
+
+
+@pytest.mark.parametrize(
+    ("argument", "value", "expected"),
+    [
+        (
+            "callbacks",
+            [LabelSmoothing(0.1)],
+            r"callbacks takes callback objects .* LabelSmoothing belongs in algorithms=",
+        ),
+        ("loggers", [LRMonitor()], r"loggers takes logger destination objects .* LRMonitor belongs in callbacks="),
+        ("algorithms", [LRMonitor()], r"LRMonitor belongs in callbacks="),
+        ("algorithms", ["label_smoothing"], r"holds the name 'label_smoothing'.*pass LabelSmoothing\(\.\.\.\)"),
+        ("callbacks", ["lr_monitor"], r"pass LRMonitor\(\.\.\.\)"),
+        ("algorithms", [3], r"algorithms takes algorithm objects .* but got 3 \(int\)"),
+    ],
+)
+def test_a_wrong_kind_names_the_argument_the_value_and_what_is_accepted(argument, value, expected):
+    with pytest.raises(TypeError, match=expected):
+        make_trainer(**{argument: value})
+
+
+# ---- optimizers and schedulers -------------------------------------------------------------------------------------
+
+
+def test_an_optimizer_class_asks_for_an_instance_on_the_models_parameters():
+    with pytest.raises(TypeError, match=r"optimizers=SGD is the class SGD.*SGD\(model.parameters\(\), lr=\.\.\.\)"):
+        make_trainer(optimizers=torch.optim.SGD)
+
+
+def test_an_optimizer_name_points_to_the_python_and_the_recipe_forms():
+    with pytest.raises(TypeError) as error:
+        make_trainer(optimizers="adam")
+    message = str(error.value)
+    assert message.startswith("optimizers='adam' is a name")
+    assert "AdamHparams(lr=...).initialize_object(model.parameters())" in message
+    assert "optimizer: {adam: {lr: ...}}" in message
+    assert "surgery" not in message
+
+
+def test_a_scheduler_passed_as_optimizer_says_where_each_goes():
+    model = SimpleModel()
+    scheduler = torch.optim.lr_scheduler.StepLR(torch.optim.SGD(model.parameters(), lr=0.1), step_size=1)
+    with pytest.raises(TypeError, match=r"learning-rate scheduler \(StepLR\).*optimizers= .*schedulers="):
+        make_trainer(model, optimizers=scheduler)
+
+
+@pytest.mark.parametrize(
+    ("schedulers", "expected"),
+    [
+        (torch.optim.lr_scheduler.CosineAnnealingLR, r"is the class CosineAnnealingLR.*CosineAnnealingLR\(optimizer"),
+        ("cosine", r"schedulers='cosine' is a name.*recipe"),
+        (3, r"schedulers=3 \(int\) is not a scheduler"),
+    ],
+)
+def test_wrong_scheduler_values(schedulers, expected):
+    with pytest.raises(TypeError, match=expected):
+        make_trainer(schedulers=schedulers)
+
+
+def test_an_optimizer_passed_as_scheduler():
+    model = SimpleModel()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(TypeError, match=r"is an optimizer \(SGD\), not a scheduler: pass it as optimizers="):
+        make_trainer(model, optimizers=optimizer, schedulers=[optimizer])
+
+
+def test_a_scheduler_on_another_optimizer_is_refused():
+    model = SimpleModel()
+    other = torch.optim.SGD(model.parameters(), lr=0.1)
+    scheduler = torch.optim.lr_scheduler.StepLR(other, step_size=1)
+    with pytest.raises(ValueError, match=r"StepLR built on an optimizer the Trainer does not use"):
+        make_trainer(model, optimizers=torch.optim.SGD(model.parameters(), lr=0.1), schedulers=scheduler)
+
+
+# ---- unknown keywords ------------------------------------------------------------------------------------------------
+
+
+def test_an_unknown_keyword_suggests_the_parameter():
+    with pytest.raises(
+        TypeError, match=re.escape("unexpected keyword argument 'max_epochs'. Did you mean max_duration='2ep'?")
+    ):
+        make_trainer(max_epochs=2)
+    with pytest.raises(TypeError, match=r"'optimiser'. Did you mean optimizers\?"):
+        make_trainer(optimiser=None)
+    with pytest.raises(TypeError, match=r"'lr'. The learning rate belongs to the optimizer"):
+        make_trainer(lr=0.1)
+    with pytest.raises(TypeError, match=r"'zzz'. The parameters are: model, train_dataloader, max_duration"):
+        make_trainer(zzz=1)
+
+
+def test_the_signature_stays_explicit():
+    parameters = inspect.signature(Trainer).parameters
+    wrapped = inspect.signature(Trainer.__init__.__wrapped__).parameters  # type: ignore[attr-defined]
+    assert list(parameters) == [name for name in wrapped if name != "self"]
+    assert all(p.kind == inspect.Parameter.KEYWORD_ONLY for p in parameters.values())
+    assert parameters["max_duration"].default is inspect.Parameter.empty
+    assert parameters["step_schedulers_every_batch"].default is True
+    assert "max_epochs" not in parameters
+
+
+def test_explain_unknown_keywords_passes_known_ones_through():
+    class Run:
+        @explain_unknown_keywords
+        def __init__(self, *, a: int, b: int = 2) -> None:
+            self.total = a + b
+
+    assert Run(a=1).total == 3
+    with pytest.raises(TypeError, match=r"^Run\(\) got an unexpected keyword argument 'c'"):
+        Run(a=1, c=3)  # type: ignore[call-arg]
+
+
+# ---- optimizers that do not train the model -------------------------------------------------------------------------
+
+
+def test_an_optimizer_over_another_models_parameters_is_refused():
+    model, other = SimpleModel(), SimpleModel()
+    counts = (len(list(other.parameters())), len(list(model.parameters())))
+    with pytest.raises(
+        ValueError,
+        match=rf"holds {counts[0]} parameters and none of them is the model's \(SimpleModel has {counts[1]}\)",
+    ):
+        make_trainer(model, optimizers=torch.optim.SGD(other.parameters(), lr=0.1))
+
+
+def test_trainable_parameters_in_no_optimizer_warn_with_the_counts():
+    model = SimpleModel()
+    first, second = model.module[0], model.module[2]
+    missing_values = sum(p.numel() for p in second.parameters())  # 16 * 3 weights + 3 biases
+    with pytest.warns(
+        UserWarning,
+        match=rf"2 of the model's 4 trainable parameters \({missing_values} values: module.2.weight, module.2.bias\) are in no optimizer",
+    ):
+        make_trainer(model, optimizers=torch.optim.SGD(first.parameters(), lr=0.1))
+
+
+def test_frozen_parameters_need_no_optimizer():
+    model = SimpleModel()
+    for p in model.module[2].parameters():
+        p.requires_grad_(False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        make_trainer(model, optimizers=torch.optim.SGD(model.module[0].parameters(), lr=0.1))
+
+
+def test_layer_freezing_raises_no_optimizer_warning():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer = make_trainer(algorithms=[LayerFreezing(freeze_start=0.0, freeze_level=1.0)], max_duration="2ep")
+        trainer.fit()
+    assert not any("in no optimizer" in str(w.message) for w in caught)
+    assert not all(p.requires_grad for p in trainer.state.model.parameters())  # it did freeze layers
