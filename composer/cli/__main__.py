@@ -1,8 +1,9 @@
 """The ``composer`` command line: parse the subcommand, run it, and turn configuration mistakes into exit code 2.
 
-A user's mistake (a :class:`~composer.config.ConfigError`: unknown name, missing field, wrong type, missing or
-malformed data) prints one line to standard error and exits with status 2, without a traceback; argparse reports
-malformed command lines the same way.
+A user's mistakes (a :class:`~composer.config.ConfigError`: unknown name, missing field, wrong type, value out of
+range, missing or malformed data, a model that does not fit its data) print one message to standard error and exit
+with status 2, without a traceback: one line for one problem, or a first line with the count and one line per problem,
+each named by its recipe key. argparse reports malformed command lines the same way.
 """
 
 from __future__ import annotations

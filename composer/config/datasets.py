@@ -56,7 +56,14 @@ def _check_workers(num_workers: int) -> None:
 
 
 class DatasetHparams(Hparams, abc.ABC):
-    """The base of the dataset configs; every one has a ``num_workers`` field (DataLoader worker processes)."""
+    """The base of the dataset configs; every one has a ``num_workers`` field (DataLoader worker processes).
+
+    ``sample_fields`` and ``label_fields`` name the fields that decide the shape of a sample and the range of its
+    labels, so that an error about a model and data that do not fit names the keys to change.
+    """
+
+    sample_fields: ClassVar[tuple[str, ...]] = ()
+    label_fields: ClassVar[tuple[str, ...]] = ()
 
     @abc.abstractmethod
     def initialize_object(self, batch_size: int, train: bool, seed: int = 0) -> DataSpec:
@@ -95,6 +102,9 @@ class SyntheticClassificationHparams(DatasetHparams):
     data_seed: int = 0
     label_seed: int = 0
     num_workers: int = 0
+
+    sample_fields: ClassVar[tuple[str, ...]] = ("shape",)
+    label_fields: ClassVar[tuple[str, ...]] = ("num_classes",)
 
     def validate(self) -> None:
         """Checks the sizes."""
@@ -141,6 +151,9 @@ class SyntheticTokensHparams(DatasetHparams):
     data_seed: int = 0
     num_workers: int = 0
 
+    sample_fields: ClassVar[tuple[str, ...]] = ("seq_len", "vocab_size")
+    label_fields: ClassVar[tuple[str, ...]] = ("vocab_size",)
+
     def validate(self) -> None:
         """Checks the sizes."""
         _check_workers(self.num_workers)
@@ -178,6 +191,8 @@ class DigitsHparams(DatasetHparams):
     image_size: int = 32
     split_seed: int = 0
     num_workers: int = 0
+
+    sample_fields: ClassVar[tuple[str, ...]] = ("image_size",)
 
     def validate(self) -> None:
         """Checks the image size."""
@@ -268,6 +283,9 @@ class ImageFolderHparams(DatasetHparams):
     num_classes: int = 1000
     num_workers: int = 8
 
+    sample_fields: ClassVar[tuple[str, ...]] = ("crop_size",)
+    label_fields: ClassVar[tuple[str, ...]] = ("path",)
+
     def validate(self) -> None:
         """Checks the sizes."""
         _check_workers(self.num_workers)
@@ -310,6 +328,8 @@ class PythonDocsHparams(DatasetHparams):
     seq_len: int = 128
     num_workers: int = 0
 
+    sample_fields: ClassVar[tuple[str, ...]] = ("seq_len",)
+
     def validate(self) -> None:
         """Checks the sequence length."""
         _check_workers(self.num_workers)
@@ -341,6 +361,8 @@ class TextFilesHparams(DatasetHparams):
     paths: list[str]
     seq_len: int = 128
     num_workers: int = 0
+
+    sample_fields: ClassVar[tuple[str, ...]] = ("seq_len",)
 
     def validate(self) -> None:
         """Checks the sequence length and that files are named."""

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import Any
+import math
+from typing import Any, ClassVar
 
 from composer.core.hparams import Hparams, hparams
 from composer.models.base import ComposerModel
@@ -41,11 +42,27 @@ def _check_positive(config: Hparams, *names: str) -> None:
 
 
 class ModelHparams(Hparams, abc.ABC):
-    """The base of the model configs; :meth:`initialize_object` builds the model."""
+    """The base of the model configs; :meth:`initialize_object` builds the model.
+
+    ``input_fields`` and ``output_fields`` name the fields that decide what the model takes and how many outputs it
+    gives, so that an error about a model and data that do not fit names the keys to change.
+    """
+
+    input_fields: ClassVar[tuple[str, ...]] = ()
+    output_fields: ClassVar[tuple[str, ...]] = ()
 
     @abc.abstractmethod
     def initialize_object(self) -> ComposerModel:
         """Builds the model."""
+
+    def input_hint(self, sample_shape: list[int]) -> str:
+        """What to set for the model to take samples of ``sample_shape`` (one sample, without the batch), or ``""``."""
+        del sample_shape
+        return ""
+
+
+def _channels_hint(sample_shape: list[int]) -> str:
+    return f"in_channels: {sample_shape[0]} (one sample has shape {sample_shape})" if len(sample_shape) == 3 else ""
 
 
 @hparams
@@ -62,11 +79,18 @@ class MLPHparams(ModelHparams):
     hidden: list[int] = dataclasses.field(default_factory=lambda: [512, 512])
     num_classes: int = 10
 
+    input_fields: ClassVar[tuple[str, ...]] = ("in_features",)
+    output_fields: ClassVar[tuple[str, ...]] = ("num_classes",)
+
     def validate(self) -> None:
         """Checks that the sizes are positive."""
         _check_positive(self, "in_features", "num_classes")
         if any(width < 1 for width in self.hidden):
             raise ValueError(f"hidden={self.hidden!r} must hold positive widths (or be empty for a linear model).")
+
+    def input_hint(self, sample_shape: list[int]) -> str:
+        """The MLP flattens each sample: ``in_features`` is the number of values in one."""
+        return f"in_features: {math.prod(sample_shape)} (the values in one sample)"
 
     def initialize_object(self) -> ComposerModel:
         """Returns the MLP wrapped in a :class:`~composer.models.ComposerClassifier`."""
@@ -90,9 +114,16 @@ class SimpleCNNHparams(ModelHparams):
     widths: list[int] = dataclasses.field(default_factory=lambda: [16, 32, 64])
     num_classes: int = 10
 
+    input_fields: ClassVar[tuple[str, ...]] = ("in_channels",)
+    output_fields: ClassVar[tuple[str, ...]] = ("num_classes",)
+
     def validate(self) -> None:
         """Checks that the sizes are positive."""
         _check_positive(self, "in_channels", "widths", "num_classes")
+
+    def input_hint(self, sample_shape: list[int]) -> str:
+        """Images are (channels, height, width): ``in_channels`` is the first."""
+        return _channels_hint(sample_shape)
 
     def initialize_object(self) -> ComposerModel:
         """Returns the :class:`~composer.models.SimpleCNN` classifier."""
@@ -115,11 +146,18 @@ class CIFARResNetHparams(ModelHparams):
     num_classes: int = 10
     in_channels: int = 3
 
+    input_fields: ClassVar[tuple[str, ...]] = ("in_channels",)
+    output_fields: ClassVar[tuple[str, ...]] = ("num_classes",)
+
     def validate(self) -> None:
         """Checks the depth's form and that the sizes are positive."""
         _check_positive(self, "num_classes", "in_channels")
         if self.depth < 8 or (self.depth - 2) % 6 != 0:
             raise ValueError(f"depth={self.depth!r} is not of the form 6n + 2 with n >= 1; use 20, 32, 44, 56 or 110.")
+
+    def input_hint(self, sample_shape: list[int]) -> str:
+        """Images are (channels, height, width): ``in_channels`` is the first."""
+        return _channels_hint(sample_shape)
 
     def initialize_object(self) -> ComposerModel:
         """Returns the ResNet wrapped in a :class:`~composer.models.ComposerClassifier`."""
@@ -140,6 +178,8 @@ class ImageNetResNetHparams(ModelHparams):
 
     depth: int = 50
     num_classes: int = 1000
+
+    output_fields: ClassVar[tuple[str, ...]] = ("num_classes",)
 
     def validate(self) -> None:
         """Checks the depth and the class count."""
@@ -176,9 +216,16 @@ class GPTHparams(ModelHparams):
     dropout: float = 0.0
     tie_embeddings: bool = False
 
+    input_fields: ClassVar[tuple[str, ...]] = ("vocab_size", "max_sequence_length")
+    output_fields: ClassVar[tuple[str, ...]] = ("vocab_size",)
+
     def validate(self) -> None:
         """Checks the shape as :class:`~composer.models.GPTConfig` does."""
         self._config()
+
+    def input_hint(self, sample_shape: list[int]) -> str:
+        """A sample is a sequence of token ids: it must fit ``max_sequence_length`` (and ``vocab_size``)."""
+        return f"max_sequence_length: {sample_shape[-1]} or more (the tokens in one sample)" if sample_shape else ""
 
     def _config(self) -> Any:
         from composer.models.gpt import GPTConfig
@@ -211,6 +258,9 @@ class HuggingFaceHparams(ModelHparams):
     config: dict[str, Any] = dataclasses.field(default_factory=dict)
     task: str = "causal_lm"
     pretrained: str | None = None
+
+    input_fields: ClassVar[tuple[str, ...]] = ("config",)
+    output_fields: ClassVar[tuple[str, ...]] = ("config",)
 
     def validate(self) -> None:
         """Checks the task name."""

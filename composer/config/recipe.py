@@ -23,7 +23,17 @@ Example:
     >>> load_recipe(path, ["train_batch_size=many"])
     Traceback (most recent call last):
     ...
-    composer.config.config_error.ConfigError: Invalid TrainerHparams: field 'train_batch_size' received 'many' ...
+    composer.config.config_error.ConfigError: train_batch_size: received 'many' (str); expected int. ...
+
+Every problem is reported at once, each at its key path:
+
+    >>> load_recipe(path, ["train_batch_size=many", "algorithms.mixup.alpha=high", "seed"])
+    Traceback (most recent call last):
+    ...
+    composer.config.config_error.ConfigError: 3 problems in the recipe:
+      seed: an override must be KEY=VALUE ...
+      train_batch_size: received 'many' (str); expected int. Set train_batch_size: 32.
+      algorithms.mixup: Invalid MixUpHparams: field 'alpha' received 'high' (str) but expects float ...
 """
 
 from __future__ import annotations
@@ -74,8 +84,18 @@ def load_config(path: str | os.PathLike[str] | None, overrides: Sequence[str] = 
         dict: The merged recipe.
 
     Raises:
-        ConfigError: If the file is missing or not YAML, or an override is malformed.
+        ConfigError: If the file is missing or not YAML, or overrides are malformed (listing each).
     """
+    config, problems = _load_config(path, overrides)
+    if problems:
+        raise ConfigError.combine(problems)
+    return config
+
+
+def _load_config(
+    path: str | os.PathLike[str] | None, overrides: Sequence[str]
+) -> tuple[dict[str, Any], list[ConfigError]]:
+    """:func:`load_config`, with the malformed overrides skipped and returned as problems (the file's raise)."""
     omegaconf = _omegaconf()
     base: Any = omegaconf.OmegaConf.create({})
     if path is not None:
@@ -91,19 +111,21 @@ def load_config(path: str | os.PathLike[str] | None, overrides: Sequence[str] = 
         if not isinstance(base, omegaconf.DictConfig):
             raise ConfigError(str(path), "a recipe must be a YAML mapping of TrainerHparams fields, not a list.")
     merged = base
+    problems: list[ConfigError] = []
     for override in overrides:
         try:
             merged = omegaconf.OmegaConf.merge(merged, _parse_overrides([override]))
-        except ConfigError:
-            raise
+        except ConfigError as error:
+            problems.append(error)
         except Exception as error:
-            raise ConfigError(override, f"cannot apply the override: {error}") from None
+            problems.append(ConfigError(override, f"cannot apply the override: {error}"))
     try:
         container = omegaconf.OmegaConf.to_container(merged, resolve=True)
     except Exception as error:  # an interpolation that does not resolve
-        raise ConfigError(str(path or ""), f"cannot resolve the recipe: {error}") from None
+        unresolved = ConfigError(str(path or ""), f"cannot resolve the recipe: {error}")
+        raise ConfigError.combine([*problems, unresolved]) from None
     assert isinstance(container, dict)
-    return {str(k): v for k, v in container.items()}
+    return {str(k): v for k, v in container.items()}, problems
 
 
 def load_recipe(path: str | os.PathLike[str] | None, overrides: Sequence[str] = ()) -> TrainerHparams:
@@ -117,13 +139,24 @@ def load_recipe(path: str | os.PathLike[str] | None, overrides: Sequence[str] = 
         TrainerHparams: The config; call ``initialize_object()`` for the Trainer.
 
     Raises:
-        ConfigError: Naming the file or the key path, the bad value, and what is allowed.
+        ConfigError: Listing every problem, each with the file or the key path, the bad value, and what is allowed.
+            A list of methods that do not compose is refused first, before torch is imported, with the malformed
+            overrides; the rest of the recipe is then not checked.
     """
-    config = load_config(path, overrides)
-    check_algorithms(config)  # cheap, and before the registries import the models and torch
+    config, problems = _load_config(path, overrides)
+    try:
+        check_algorithms(config)  # cheap, and before the registries import the models and torch
+    except ConfigError as error:
+        raise ConfigError.combine([*problems, error]) from None
     from composer.config.trainer_hparams import TrainerHparams
 
-    return TrainerHparams.from_dict(config)
+    try:
+        recipe = TrainerHparams.from_dict(config)
+    except ConfigError as error:
+        raise ConfigError.combine([*problems, error]) from None
+    if problems:
+        raise ConfigError.combine(problems)
+    return recipe
 
 
 def check_algorithms(config: Any) -> None:

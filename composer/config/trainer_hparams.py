@@ -34,24 +34,35 @@ Example:
     Traceback (most recent call last):
     ...
     composer.config.config_error.ConfigError: algorithms.mixupp: unknown algorithm 'mixupp'. Did you mean 'mixup'? ...
+
+Every problem of a recipe is reported at once, each at its key:
+
+    >>> TrainerHparams.from_dict({**config.to_dict(), "seed": -1, "train_batch_size": True, "max_duraton": 2})
+    Traceback (most recent call last):
+    ...
+    composer.config.config_error.ConfigError: 3 problems in the recipe:
+      train_batch_size: received True (bool); expected int (a bool is not a number here). Set train_batch_size: 32.
+      seed: received -1; expected an integer in [0, 4294967295] (2**32 - 1), or null for a random seed. Set seed: 0.
+      max_duraton: unknown key. Did you mean 'max_duration'? ...
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Self, TypeVar
 
-from composer.algorithms.composition import composition_problems
+from pydantic import StrictFloat, StrictInt, StrictStr
+
 from composer.callbacks import CALLBACK_HPARAMS
 from composer.config.config_error import ConfigError, suggest
 from composer.config.datasets import DatasetHparams
+from composer.config.field_checks import type_problems, value_problems
 from composer.config.models import ModelHparams
 from composer.config.registry import ALGORITHM_HPARAMS, DATASETS, MODELS
 from composer.core.hparams import Hparams, hparams
-from composer.core.precision import Precision
-from composer.core.time import Time, TimeUnit
 from composer.loggers import LOGGER_HPARAMS
 from composer.optim.optimizer_hparams import OPTIMIZERS, OptimizerHparams
 from composer.optim.scheduler import SCHEDULERS, SchedulerHparams
@@ -120,8 +131,13 @@ def _parse_one(field: str, value: Any, registry: Mapping[str, type[Hparams]], no
     return _build_entry(f"{field}.{name}", name, fields, registry, noun)
 
 
-def _parse_set(field: str, value: Any, registry: Mapping[str, type[Hparams]], noun: str) -> dict[str, Hparams]:
-    """A mapping ``{name: fields}`` or a list of names and one-key mappings -> ``{name: config}``, in order."""
+def _parse_set(
+    field: str, value: Any, registry: Mapping[str, type[Hparams]], noun: str, problems: list[ConfigError]
+) -> dict[str, Hparams]:
+    """A mapping ``{name: fields}`` or a list of names and one-key mappings -> ``{name: config}``, in order.
+
+    An entry with a problem is left out and its problem appended to ``problems``, so that every entry is checked.
+    """
     if value is None:
         return {}
     items: list[tuple[str, Any]] = []
@@ -134,32 +150,63 @@ def _parse_set(field: str, value: Any, registry: Mapping[str, type[Hparams]], no
             elif isinstance(item, Mapping) and len(item) == 1:
                 items.extend(item.items())
             else:
-                raise ConfigError(
-                    f"{field}.{index}",
-                    f"expected a {noun} name or a one-key mapping {{name: {{fields}}}}, got {item!r}.",
+                problems.append(
+                    ConfigError(
+                        f"{field}.{index}",
+                        f"expected a {noun} name or a one-key mapping {{name: {{fields}}}}, got {item!r}.",
+                    )
                 )
     else:
-        raise ConfigError(field, f"expected a mapping {{name: {{fields}}}} of {noun}s, got {value!r}.")
+        problems.append(ConfigError(field, f"expected a mapping {{name: {{fields}}}} of {noun}s, got {value!r}."))
     result: dict[str, Hparams] = {}
+    seen: set[str] = set()
     for name, fields in items:
         if fields is False:
             continue  # removed, e.g. by an override `algorithms.mixup=false`
-        if name in result:
-            raise ConfigError(f"{field}.{name}", f"the {noun} {name!r} is given twice; give each {noun} once.")
-        result[name] = (
-            fields if isinstance(fields, Hparams) else _build_entry(f"{field}.{name}", name, fields, registry, noun)
-        )
+        if name in seen:
+            problems.append(
+                ConfigError(f"{field}.{name}", f"the {noun} {name!r} is given twice; give each {noun} once.")
+            )
+            continue
+        seen.add(name)
+        try:
+            result[name] = (
+                fields if isinstance(fields, Hparams) else _build_entry(f"{field}.{name}", name, fields, registry, noun)
+            )
+        except ConfigError as error:
+            problems.append(error)
     return result
 
 
-def _check_time(name: str, value: str | int, default_unit: TimeUnit | None = TimeUnit.EPOCH) -> None:
+def _registry_problems(values: Mapping[str, Any]) -> list[ConfigError]:
+    """Each named entry must hold its registry's config class (an entry passed as an object, not read from YAML)."""
+    problems: list[ConfigError] = []
+    for field, (registry, noun) in _SETS.items():
+        for name, config in (values.get(field) or {}).items():
+            if registry.get(name) is not type(config):
+                expected = getattr(registry.get(name), "__name__", "registered config")
+                problems.append(
+                    ConfigError(
+                        f"{field}.{name}",
+                        f"holds a {type(config).__name__}; the {noun} {name!r} takes a {expected}.",
+                    )
+                )
+    return problems
+
+
+def _top_key(problem: ConfigError, keys: list[str]) -> str:
+    """The top-level key a problem is located at (the first of ``keys`` when it has none)."""
+    top = problem.where.split(".", 1)[0].split(" ", 1)[0]
+    return top if top in keys else keys[0]
+
+
+def _attempt(problems: list[ConfigError], path: str, make: Callable[[], _T]) -> _T | None:
+    """:func:`_build`, with a problem appended to ``problems`` (and None returned) instead of raised."""
     try:
-        Time.from_input(value, default_unit=default_unit)
-    except (ValueError, TypeError) as error:
-        raise ValueError(
-            f"{name}={value!r} is not a time: {error}. Use a number with a unit such as '10ep', '500ba', "
-            "'20000sp', '1e6tok' or '0.5dur' (a plain integer means epochs)."
-        ) from None
+        return _build(path, make)
+    except ConfigError as error:
+        problems.append(error)
+        return None
 
 
 def _build(path: str, make: Callable[[], _T]) -> _T:
@@ -174,6 +221,10 @@ def _build(path: str, make: Callable[[], _T]) -> _T:
         raise ConfigError(path, str(error)) from None
     except (ValueError, TypeError, FileNotFoundError, NotImplementedError) as error:
         raise ConfigError(path, str(error)) from None
+    except (RuntimeError, MemoryError) as error:  # torch's, e.g. a model or data too large to allocate
+        if not path:
+            raise  # from the Trainer itself: a failure of the machine, or a bug
+        raise ConfigError(path, f"building it fails with {type(error).__name__}: {error}") from None
 
 
 @hparams
@@ -210,25 +261,25 @@ class TrainerHparams(Hparams):
 
     model: ModelHparams
     train_dataset: DatasetHparams
-    train_batch_size: int
-    max_duration: str | int
+    train_batch_size: StrictInt
+    max_duration: StrictStr | StrictInt
     eval_dataset: DatasetHparams | None = None
-    eval_batch_size: int | None = None
+    eval_batch_size: StrictInt | None = None
     optimizer: OptimizerHparams | None = None
     schedulers: dict[str, SchedulerHparams] = dataclasses.field(default_factory=dict)
     algorithms: dict[str, Hparams] = dataclasses.field(default_factory=dict)
     callbacks: dict[str, Hparams] = dataclasses.field(default_factory=dict)
     loggers: dict[str, Hparams] = dataclasses.field(default_factory=dict)
-    seed: int | None = None
+    seed: StrictInt | None = None
     device: str | None = None
     precision: str = "fp32"
-    grad_accum: int = 1
-    grad_clip_norm: float | None = None
-    scale_schedule_ratio: float = 1.0
+    grad_accum: StrictInt = 1
+    grad_clip_norm: StrictFloat | StrictInt | None = None
+    scale_schedule_ratio: StrictFloat | StrictInt = 1.0
     step_schedulers_every_batch: bool = True
-    eval_interval: str | int = 1
-    eval_subset_num_batches: int | None = None
-    train_subset_num_batches: int | None = None
+    eval_interval: StrictStr | StrictInt = 1
+    eval_subset_num_batches: StrictInt | None = None
+    train_subset_num_batches: StrictInt | None = None
     deterministic_mode: bool = False
     progress_bar: bool = True
     log_to_console: bool = False
@@ -236,8 +287,8 @@ class TrainerHparams(Hparams):
     save_folder: str | None = None
     save_filename: str = "ep{epoch}-ba{batch}-rank{rank}.pt"
     save_latest_filename: str | None = "latest-rank{rank}.pt"
-    save_interval: str | int = "1ep"
-    save_num_checkpoints_to_keep: int = -1
+    save_interval: StrictStr | StrictInt = "1ep"
+    save_num_checkpoints_to_keep: StrictInt = -1
     save_overwrite: bool = False
     save_weights_only: bool = False
     load_path: str | None = None
@@ -245,39 +296,20 @@ class TrainerHparams(Hparams):
     load_strict_model_weights: bool = True
     load_ignore_keys: list[str] | None = None
     autoresume: bool = False
-    dist_timeout: float = 300.0
+    dist_timeout: StrictFloat | StrictInt = 300.0
     ddp_sync_strategy: str = "single_auto_sync"
     find_unused_parameters: bool | None = None
     fsdp_config: dict[str, Any] | None = None
 
     def validate(self) -> None:
-        """Checks sizes, times, the precision name, and that each named entry has its registry's class."""
-        for name in ("train_batch_size", "grad_accum"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)!r} must be a positive integer.")
-        if self.eval_batch_size is not None and self.eval_batch_size < 1:
-            raise ValueError(f"eval_batch_size={self.eval_batch_size!r} must be a positive integer (or unset).")
-        if self.scale_schedule_ratio <= 0:
-            raise ValueError(f"scale_schedule_ratio={self.scale_schedule_ratio!r} must be positive (1.0 = as given).")
-        _check_time("max_duration", self.max_duration)
-        _check_time("eval_interval", self.eval_interval)
-        _check_time("save_interval", self.save_interval)
-        try:
-            Precision(self.precision)
-        except ValueError:
-            raise ValueError(
-                f"precision={self.precision!r} is unknown; use one of {[p.value for p in Precision]}."
-            ) from None
-        problems = composition_problems(self.algorithms)
+        """Checks sizes, ranges, times, names, the methods' composition, and each named entry's class.
+
+        See :mod:`composer.config.field_checks`; every problem is reported, one after another.
+        """
+        values = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+        problems = [*value_problems(values), *_registry_problems(values)]
         if problems:
-            raise ValueError("algorithms: " + " ".join(problems))
-        for field, (registry, noun) in _SETS.items():
-            for name, config in getattr(self, field).items():
-                if registry.get(name) is not type(config):
-                    raise ValueError(
-                        f"{field}[{name!r}] holds a {type(config).__name__}; the {noun} {name!r} takes a "
-                        f"{getattr(registry.get(name), '__name__', 'registered config')}."
-                    )
+            raise ValueError("; ".join(str(problem).rstrip(".") for problem in problems) + ".")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
@@ -287,32 +319,48 @@ class TrainerHparams(Hparams):
             data: The recipe as plain values (``model: {name: {fields}}`` and so on).
 
         Raises:
-            ConfigError: Naming the key path, the value and what is allowed.
+            ConfigError: Listing every problem of the recipe, each with its key path, the value and what is allowed.
         """
         if not isinstance(data, Mapping):
             raise ConfigError("", f"a recipe must be a mapping of TrainerHparams fields, got {data!r}.")
         fields = {f.name: f for f in dataclasses.fields(cls)}
+        problems: list[ConfigError] = []
         for key in data:
             if key not in fields:
-                raise ConfigError(
-                    str(key),
-                    f"unknown key.{suggest(str(key), fields)} The valid top-level keys are {list(fields)}.",
+                problems.append(
+                    ConfigError(
+                        str(key),
+                        f"unknown key.{suggest(str(key), fields)} The valid top-level keys are {list(fields)}.",
+                    )
                 )
-        values = dict(data)
+        values = {key: value for key, value in data.items() if key in fields}
         for name, field in fields.items():
             required = field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
             if required and values.get(name) is None:
                 choices = f" Choose one of {sorted(_ONE_OF[name][0])}." if name in _ONE_OF else ""
-                raise ConfigError(name, f"required field is missing.{choices}")
+                problems.append(ConfigError(name, f"required field is missing.{choices}"))
+                values.pop(name, None)
         for name, (registry, noun) in _ONE_OF.items():
             if name in values:
-                values[name] = _parse_one(name, values[name], registry, noun)
+                try:
+                    values[name] = _parse_one(name, values[name], registry, noun)
+                except ConfigError as error:
+                    problems.append(error)
+                    del values[name]
         for name, (registry, noun) in _SETS.items():
             if name in values:
-                values[name] = _parse_set(name, values[name], registry, noun)
+                values[name] = _parse_set(name, values[name], registry, noun, problems)
+        polymorphic = {name: value for name, value in values.items() if name in _ONE_OF or name in _SETS}
+        typed, wrong_types = type_problems(cls, {k: v for k, v in values.items() if k not in polymorphic})
+        problems += wrong_types
+        problems += value_problems({**typed, **polymorphic})
+        problems += _registry_problems(polymorphic)
+        if problems:
+            order = [*data, *fields]  # as the recipe has the keys; then missing fields
+            raise ConfigError.combine(sorted(problems, key=lambda problem: order.index(_top_key(problem, order))))
         try:
             return cls(**values)
-        except ValueError as error:
+        except ValueError as error:  # a check that only the whole config can make
             raise ConfigError("", str(error)) from None
 
     def to_dict(self) -> dict[str, Any]:
@@ -342,49 +390,120 @@ class TrainerHparams(Hparams):
     def initialize_object(self) -> Any:
         """Seeds, builds the model, data, optimizer, schedulers, methods, callbacks and loggers, and the Trainer.
 
+        Before the Trainer is built, one sample of each dataset goes through the model (:mod:`composer.config.dry_run`),
+        so that a model and data that do not fit are refused with both keys named instead of failing mid-run.
+
         Returns:
             Trainer: Ready to ``fit()``.
 
         Raises:
-            ConfigError: If something the recipe names cannot be built (a missing file, a wrong data format, a
-                missing optional package), located at its key path.
+            ConfigError: Listing everything the recipe names that cannot be built (a missing file, a wrong data
+                format, a missing optional package, a model that does not fit its data), each at its key path.
         """
+        from composer.config.dry_run import fit_problems, method_extremes
         from composer.trainer import Trainer
         from composer.utils.seeding import new_seed, seed_all
 
         seed = new_seed() if self.seed is None else self.seed
         seed_all(seed)  # before the model is built, so its initialization follows the seed
-        model = _build(self._path("model"), self.model.initialize_object)
+        problems: list[ConfigError] = []
+        model = _attempt(problems, self._path("model"), self.model.initialize_object)
         train_dataset, eval_dataset, optimizer_config = self.train_dataset, self.eval_dataset, self.optimizer
-        train_data = _build(
-            self._path("train_dataset"), lambda: train_dataset.initialize_object(self.train_batch_size, True, seed)
+        train_data = _attempt(
+            problems,
+            self._path("train_dataset"),
+            lambda: train_dataset.initialize_object(self.train_batch_size, True, seed),
         )
         eval_data = None
         if eval_dataset is not None:
             eval_batch_size = self.eval_batch_size or self.train_batch_size
-            eval_data = _build(
-                self._path("eval_dataset"), lambda: eval_dataset.initialize_object(eval_batch_size, False, seed)
+            eval_data = _attempt(
+                problems,
+                self._path("eval_dataset"),
+                lambda: eval_dataset.initialize_object(eval_batch_size, False, seed),
             )
         optimizer = None
-        if optimizer_config is not None:
-            optimizer = _build(self._path("optimizer"), lambda: optimizer_config.initialize_object(model.parameters()))
+        if optimizer_config is not None and model is not None:
+            parameters = model.parameters()
+            optimizer = _attempt(
+                problems, self._path("optimizer"), lambda: optimizer_config.initialize_object(parameters)
+            )
         built: dict[str, Any] = {
-            field: [_build(f"{field}.{name}", entry.initialize_object) for name, entry in getattr(self, field).items()]
+            field: [
+                _attempt(problems, f"{field}.{name}", entry.initialize_object)
+                for name, entry in getattr(self, field).items()
+            ]
             for field in _SETS
         }
+        if model is not None:
+            # After everything else is built; the Trainer seeds again, so this draws nothing from the run's generators.
+            extremes = method_extremes(self.algorithms)
+            for field, data, train in (("train_dataset", train_data, True), ("eval_dataset", eval_data, False)):
+                if data is not None:
+                    data_config = getattr(self, field)
+                    path = self._path(field)
+                    problems += fit_problems(
+                        self.model,
+                        self._path("model"),
+                        model,
+                        data_config,
+                        path,
+                        data,
+                        train,
+                        extremes if train else None,
+                    )
+        if problems:
+            raise ConfigError.combine(problems)
+        assert model is not None and train_data is not None  # else a problem was raised above
         kwargs = self._trainer_kwargs(inspect.signature(Trainer).parameters)
-        return _build(
-            "",
-            lambda: Trainer(
-                model=model,
-                train_dataloader=train_data,
-                eval_dataloader=eval_data,
-                optimizers=optimizer,
-                seed=seed,
-                **built,
-                **kwargs,
-            ),
-        )
+        try:
+            return _build(
+                "",
+                lambda: Trainer(
+                    model=model,
+                    train_dataloader=train_data,
+                    eval_dataloader=eval_data,
+                    optimizers=optimizer,
+                    seed=seed,
+                    **built,
+                    **kwargs,
+                ),
+            )
+        except ConfigError as error:  # the Trainer's own checks: locate them at the recipe key they name
+            raise ConfigError(self._locate(error.message), error.message) from None
+        except RuntimeError as error:  # e.g. fsdp_config in a run that is not launched; else the machine's failure
+            where = self._locate(str(error))
+            if not where:
+                raise
+            raise ConfigError(where, str(error)) from None
+
+    def _locate(self, message: str) -> str:
+        """The recipe key a Trainer error names: a top-level field, or an entry by one of its fields.
+
+        The first ``name=`` in the message wins; failing that, the first field name with an underscore in it (a word
+        such as ``fsdp_config`` is not prose), then the path of ``load_path`` or ``save_folder``. An entry's fields
+        locate the entry (``schedulers.cosine_decay``).
+        """
+        candidates: dict[str, str] = {field.name: field.name for field in dataclasses.fields(self)}
+        for field in (*_ONE_OF, *_SETS):
+            value = getattr(self, field)
+            entries = value.items() if field in _SETS else [] if value is None else [(None, value)]
+            for name, entry in entries:
+                path = f"{field}.{name}" if name is not None else self._path(field)
+                candidates |= {f.name: path for f in dataclasses.fields(entry) if f.name not in candidates}
+        for pattern, names in (("{}=", list(candidates)), ("{}\\b", [name for name in candidates if "_" in name])):
+            found = [
+                (match.start(), name)
+                for name in names
+                for match in re.finditer(r"(?<![\w.])" + pattern.format(re.escape(name)), message)
+            ]
+            if found:
+                return candidates[min(found)[1]]
+        for name in ("load_path", "save_folder"):  # a message about a file names it by its path
+            value = getattr(self, name)
+            if value and str(value) in message:
+                return name
+        return ""
 
     def _path(self, field: str) -> str:
         """``field.name``: the key path of a field that picks one class (its registry name follows the field)."""

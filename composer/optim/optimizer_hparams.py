@@ -1,5 +1,8 @@
 """Config classes for the optimizers, and the ``OPTIMIZERS`` registry that YAML files name them by.
 
+Every numeric field must be finite and non-negative. A ``momentum`` of 1 or more is accepted, as torch accepts it, but
+warns: it is almost surely a typo (``152`` for ``0.9``, or a percentage), and it makes the updates grow without bound.
+
 Example:
     >>> import torch
     >>> config = OPTIMIZERS["decoupled_sgdw"].from_dict({"lr": 0.1, "momentum": 0.9, "weight_decay": 5e-4})
@@ -11,6 +14,8 @@ Example:
 from __future__ import annotations
 
 import abc
+import math
+import warnings
 
 import torch
 from torch.optim.optimizer import ParamsT
@@ -33,8 +38,19 @@ __all__ = [
 def _check_non_negative(config: Hparams, *names: str) -> None:
     for name in names:
         value = getattr(config, name)
-        if value < 0:
-            raise ValueError(f"{name}={value!r} must be >= 0; set {name} to 0 or a positive number.")
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"{name}={value!r} must be >= 0 and finite; set {name} to 0 or a positive number.")
+
+
+def _warn_large_momentum(config: _SGDFields | RMSpropHparams) -> None:
+    if config.momentum >= 1:
+        warnings.warn(
+            f"{type(config).__name__} momentum={config.momentum!r} is outside [0, 1): past gradients then never fade "
+            "(above 1 they grow each step), so training diverges. It is almost surely a typo; momentum is a fraction "
+            "such as 0.9.",
+            UserWarning,
+            stacklevel=2,
+        )
 
 
 class OptimizerHparams(Hparams, abc.ABC):
@@ -60,8 +76,12 @@ class _SGDFields(OptimizerHparams):
     nesterov: bool = False
 
     def validate(self) -> None:
-        """Checks that the numbers are non-negative and that Nesterov momentum is possible."""
+        """Checks that the numbers are non-negative and finite, and that Nesterov momentum is possible.
+
+        A momentum of 1 or more warns (see the module docstring).
+        """
         _check_non_negative(self, "lr", "momentum", "weight_decay", "dampening")
+        _warn_large_momentum(self)
         if self.nesterov and (self.momentum <= 0 or self.dampening != 0):
             raise ValueError(
                 f"nesterov=True needs momentum > 0 and dampening == 0 (got momentum={self.momentum!r}, "
@@ -80,7 +100,7 @@ class _AdamFields(OptimizerHparams):
     amsgrad: bool = False
 
     def validate(self) -> None:
-        """Checks that the numbers are non-negative and the betas lie in [0, 1)."""
+        """Checks that the numbers are non-negative and finite, and the betas lie in [0, 1)."""
         _check_non_negative(self, "lr", "eps", "weight_decay")
         if not all(0.0 <= beta < 1.0 for beta in self.betas):
             raise ValueError(f"betas={self.betas!r} must be two numbers in [0, 1), for example (0.9, 0.999).")
@@ -92,7 +112,7 @@ class SGDHparams(_SGDFields):
 
     Args:
         lr: Learning rate.
-        momentum: Momentum factor. Default = 0.0.
+        momentum: Momentum factor, in [0, 1) (a value of 1 or more warns: almost surely a typo). Default = 0.0.
         weight_decay: L2 penalty. Default = 0.0.
         dampening: Dampening for momentum. Default = 0.0.
         nesterov: Whether to use Nesterov momentum. Default = False.
@@ -109,7 +129,7 @@ class DecoupledSGDWHparams(_SGDFields):
 
     Args:
         lr: Learning rate.
-        momentum: Momentum factor. Default = 0.0.
+        momentum: Momentum factor, in [0, 1) (a value of 1 or more warns: almost surely a typo). Default = 0.0.
         weight_decay: Decoupled weight decay per step at the initial learning rate. Default = 0.0.
         dampening: Dampening for momentum. Default = 0.0.
         nesterov: Whether to use Nesterov momentum. Default = False.
@@ -183,7 +203,7 @@ class RMSpropHparams(OptimizerHparams):
         lr: Learning rate.
         alpha: Smoothing constant of the squared-gradient average. Default = 0.99.
         eps: Added to the denominator for numerical stability. Default = 1e-8.
-        momentum: Momentum factor. Default = 0.0.
+        momentum: Momentum factor, in [0, 1) (a value of 1 or more warns: almost surely a typo). Default = 0.0.
         weight_decay: L2 penalty. Default = 0.0.
         centered: Whether to normalise by the estimated variance of the gradient. Default = False.
     """
@@ -196,8 +216,9 @@ class RMSpropHparams(OptimizerHparams):
     centered: bool = False
 
     def validate(self) -> None:
-        """Checks that the numeric fields are non-negative."""
+        """Checks that the numeric fields are non-negative and finite; a momentum of 1 or more warns."""
         _check_non_negative(self, "lr", "alpha", "eps", "momentum", "weight_decay")
+        _warn_large_momentum(self)
 
     def initialize_object(self, params: ParamsT) -> torch.optim.RMSprop:
         """Builds the optimizer over ``params``."""

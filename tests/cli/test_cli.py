@@ -57,7 +57,7 @@ def test_list_has_a_line_for_every_registered_name(capsys):
             ["algorithms.cutout={n_holes: 1}"],
             "algorithms.cutout: Invalid CutOutHparams: required field 'length' is missing",
         ),
-        (["train_batch_size=big"], "field 'train_batch_size' received 'big' (str) but expects int"),
+        (["train_batch_size=big"], "train_batch_size: received 'big' (str); expected int"),
         (["algorithms.mixup.alpha=[1]"], "algorithms.mixup: Invalid MixUpHparams: field 'alpha' received [1] (list)"),
         (["model=resnet"], "model.resnet: unknown model 'resnet'"),
         (["seed"], "seed: an override must be KEY=VALUE"),

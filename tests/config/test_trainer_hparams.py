@@ -104,9 +104,10 @@ def test_trainer_fields_match_the_trainer_defaults():
         ({"algorithms": {"mixup": 0.2}}, "algorithms.mixup", r"expected a mapping of MixUpHparams fields \['alpha'\]"),
         ({"model": {"mlp": {"in_features": 16}, "gpt": {}}}, "model", r"expected one model .* got \['gpt', 'mlp'\]"),
         ({"model": {"resnet": {}}}, "model.resnet", r"unknown model 'resnet'.*'cifar_resnet'"),
-        ({"train_batch_size": "many"}, "", r"'train_batch_size' received 'many' \(str\) but expects int"),
-        ({"max_duration": "ten epochs"}, "", r"max_duration='ten epochs' is not a time"),
-        ({"precision": "fp8"}, "", r"precision='fp8' is unknown; use one of \['fp32', 'amp', 'bf16'\]"),
+        ({"train_batch_size": "many"}, "train_batch_size", r"received 'many' \(str\); expected int"),
+        ({"max_duration": "ten epochs"}, "max_duration", r"received 'ten epochs', which is not a time"),
+        ({"precision": "fp8"}, "precision", r"received 'fp8'; expected one of \['fp32', 'amp', 'bf16'\]"),
+        ({"ddp_sync_strategy": "sometimes"}, "ddp_sync_strategy", r"received 'sometimes'; .*'single_auto_sync'"),
         ({"optimiser": {"sgd": {"lr": 0.1}}}, "optimiser", r"unknown key\. Did you mean 'optimizer'"),
         (
             {"schedulers": [{"cosine_decay_with_warmup": {}}]},
@@ -143,5 +144,3 @@ def test_distributed_fields_reach_the_trainer():
     ).initialize_object()
     assert trainer._ddp_sync_strategy.value == "multi_auto_sync"
     trainer.close()
-    with pytest.raises(ConfigError, match=r"ddp_sync_strategy.*'sometimes'.*single_auto_sync"):
-        TrainerHparams.from_dict({**TINY, "ddp_sync_strategy": "sometimes"}).initialize_object()

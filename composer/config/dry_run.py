@@ -1,0 +1,218 @@
+"""The dry run: one sample of a dataset through the model when a recipe is built, so that a mismatch is refused early.
+
+A model and data that do not fit (an MLP's ``in_features`` against the data's ``shape``, a class count below the
+labels, an eval set of another shape) would otherwise fail mid-run with a raw torch error. Before the Trainer is built,
+:func:`fit_problems` takes the first sample of a dataset (without iterating its loader, so the shuffling order is
+untouched), runs it through the model under ``torch.no_grad`` in eval mode (the model's mode is restored after), and
+computes the loss (training data) or updates fresh evaluation metrics (evaluation data). A failure becomes a
+:class:`~composer.config.ConfigError` naming the model's key and the dataset's key, with the fix.
+
+Methods that reshape the training inputs are tried at their extreme too (:func:`method_extremes`): the smallest
+images ProgressiveResizing makes, at its ``initial_scale``, must still go through the model.
+
+Example:
+    >>> from composer.config.datasets import SyntheticClassificationHparams
+    >>> from composer.config.models import MLPHparams
+    >>> model_config = MLPHparams(in_features=15, hidden=[8])
+    >>> data_config = SyntheticClassificationHparams(shape=[16], num_samples=4)
+    >>> spec = data_config.initialize_object(batch_size=2, train=True)
+    >>> model = model_config.initialize_object()
+    >>> (problem,) = fit_problems(model_config, "model.mlp", model, data_config, "train_dataset.synthetic_classification", spec, train=True)
+    >>> problem.where
+    'model.mlp.in_features and train_dataset.synthetic_classification.shape'
+    >>> "Set model.mlp.in_features: 16" in problem.message
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, IterableDataset
+
+from composer.config.config_error import ConfigError
+from composer.config.datasets import DatasetHparams
+from composer.config.models import ModelHparams
+from composer.core.data_spec import DataSpec
+from composer.core.hparams import Hparams
+from composer.models.base import ComposerModel
+
+__all__ = ["fit_problems", "method_extremes"]
+
+Extreme = tuple[str, Callable[[Any], Any]]
+"""A recipe key and what the method it configures makes of a training batch at that setting's extreme."""
+
+# What a model raises on inputs or labels it cannot take (shapes, dtypes, indices out of range, missing keys).
+_MISFITS = (RuntimeError, IndexError, ValueError, TypeError, KeyError, AssertionError)
+
+
+def _keys(path: str, fields: tuple[str, ...]) -> str:
+    return " / ".join(f"{path}.{name}" for name in fields) if fields else path
+
+
+def _first_tensor(batch: Any) -> torch.Tensor | None:
+    if isinstance(batch, torch.Tensor):
+        return batch
+    items = batch.values() if isinstance(batch, dict) else batch if isinstance(batch, (list, tuple)) else ()
+    for item in items:
+        found = _first_tensor(item)
+        if found is not None:
+            return found
+    return None
+
+
+def _one_sample(spec: DataSpec) -> tuple[Any, Any] | None:
+    """The dataset and a batch of its first sample (collated and transformed as training does), or None when the data
+    is not an indexable dataset behind a DataLoader (then nothing is checked)."""
+    loader = spec.dataloader
+    dataset = getattr(loader, "dataset", None)
+    if not isinstance(loader, DataLoader) or dataset is None or isinstance(dataset, IterableDataset):
+        return None
+    try:
+        if len(dataset) == 0:
+            return None
+    except TypeError:
+        return None
+    return dataset, spec.device_transforms(loader.collate_fn([dataset[0]]))
+
+
+def _largest_label(dataset: Any) -> int | None:
+    """The largest integer label of a dataset that keeps its labels (``labels`` or ``targets``), else None."""
+    for name in ("labels", "targets"):
+        labels = getattr(dataset, name, None)
+        if isinstance(labels, torch.Tensor) and labels.numel() and not labels.is_floating_point():
+            return int(labels.max())
+        if isinstance(labels, list) and labels and all(isinstance(label, int) for label in labels):
+            return int(max(labels))
+    return None
+
+
+def method_extremes(algorithms: Mapping[str, Hparams]) -> list[Extreme]:
+    """The reshaping of training batches by the recipe's methods at their extremes, for :func:`fit_problems`.
+
+    Args:
+        algorithms: The recipe's methods by registry name.
+    """
+    config: Any = algorithms.get("progressive_resizing")
+    if config is None:
+        return []
+    from composer.algorithms.progressive_resizing import resize_inputs
+
+    def smallest(batch: Any) -> Any:
+        inputs, targets = batch
+        scale, resize_targets, multiple = config.initial_scale, config.resize_targets, config.size_multiple
+        return resize_inputs(inputs, targets, scale, "resize", resize_targets, size_multiple=multiple)
+
+    return [("algorithms.progressive_resizing.initial_scale", smallest)]
+
+
+def fit_problems(
+    model_config: ModelHparams,
+    model_path: str,
+    model: ComposerModel,
+    data_config: DatasetHparams,
+    data_path: str,
+    spec: DataSpec,
+    train: bool,
+    extremes: list[Extreme] | None = None,
+) -> list[ConfigError]:
+    """Runs the first sample of ``spec`` through ``model``; a problem if they do not fit, naming both recipe keys.
+
+    Args:
+        model_config: The model's config (its ``input_fields`` and ``output_fields`` are named in the problem).
+        model_path: The model's key path (``model.mlp``).
+        model: The model built from ``model_config``.
+        data_config: The dataset's config (its ``sample_fields`` and ``label_fields`` are named).
+        data_path: The dataset's key path (``train_dataset.synthetic_classification``).
+        spec: The loader built from ``data_config``.
+        train: Training data (forward and loss) or evaluation data (``eval_forward`` and the evaluation metrics).
+        extremes: Training only: the methods' reshaping of a batch at their extremes (:func:`method_extremes`);
+            each reshaped sample must go through the model too.
+
+    Returns:
+        No problem, or one.
+    """
+    field = data_path.split(".", 1)[0]
+    try:
+        found = _one_sample(spec)
+    except _MISFITS as error:
+        return [ConfigError(data_path, f"reading the first sample of {field} fails: {type(error).__name__}: {error}")]
+    if found is None:
+        return []
+    dataset, batch = found
+    sample = _first_tensor(batch)
+    shape = list(sample.shape[1:]) if sample is not None else []
+    input_keys = _keys(model_path, model_config.input_fields)
+    sample_keys = _keys(data_path, data_config.sample_fields)
+    output_keys = _keys(model_path, model_config.output_fields)
+    label_keys = _keys(data_path, data_config.label_fields)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            try:
+                outputs = model(batch) if train else model.eval_forward(batch)
+            except _MISFITS as error:
+                hint = model_config.input_hint(shape)
+                fix = (
+                    f"Set {model_path}.{hint}, or change {sample_keys}"
+                    if hint
+                    else f"Change {input_keys} or {sample_keys}"
+                )
+                return [
+                    ConfigError(
+                        f"{input_keys} and {sample_keys}",
+                        f"do not fit: one sample of {field} (first input of shape {shape}) through the model fails "
+                        f"with {type(error).__name__}: {str(error).strip()}. {fix} so that they agree.",
+                    )
+                ]
+            largest = _largest_label(dataset)
+            if isinstance(outputs, torch.Tensor) and outputs.ndim >= 2 and largest is not None:
+                width = outputs.shape[-1]
+                if largest >= width:
+                    return [
+                        ConfigError(
+                            f"{output_keys} and {label_keys}",
+                            f"do not fit: the model gives {width} outputs per sample but the labels of {field} run up "
+                            f"to {largest}, and every label needs an output. Set {output_keys} to {largest + 1} or "
+                            f"more, or change {label_keys}.",
+                        )
+                    ]
+            try:
+                if train:
+                    model.loss(outputs, batch)
+                else:
+                    for metric in model.get_metrics(is_train=False).values():
+                        model.update_metric(batch, outputs, metric)
+            except _MISFITS as error:
+                what = "loss" if train else "evaluation metrics"
+                return [
+                    ConfigError(
+                        f"{output_keys} and {label_keys}",
+                        f"do not fit: the model's {what} on one sample of {field} fail with {type(error).__name__}: "
+                        f"{str(error).strip()}. Change {output_keys} or {label_keys} so that they agree.",
+                    )
+                ]
+            for key, reshape in extremes or []:
+                try:
+                    reshaped = reshape(batch)
+                except _MISFITS:
+                    continue  # a batch the method does not reshape
+                try:
+                    model(reshaped)
+                except _MISFITS as error:
+                    smallest = _first_tensor(reshaped)
+                    shown = list(smallest.shape[1:]) if smallest is not None else "?"
+                    return [
+                        ConfigError(
+                            f"{key} and {model_path}",
+                            f"do not fit: at this setting one sample of {field} becomes of shape {shown}, and the model fails "
+                            f"on it with {type(error).__name__}: {str(error).strip()}. Raise {key.rsplit('.', 1)[1]}, "
+                            "or use a model that takes smaller inputs.",
+                        )
+                    ]
+    finally:
+        model.train(was_training)
+    return []
