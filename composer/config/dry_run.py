@@ -8,7 +8,9 @@ computes the loss (training data) or updates fresh evaluation metrics (evaluatio
 :class:`~composer.config.ConfigError` naming the model's key and the dataset's key, with the fix.
 
 Methods that reshape the training inputs are tried at their extreme too (:func:`method_extremes`): the smallest
-images ProgressiveResizing makes, at its ``initial_scale``, must still go through the model.
+images ProgressiveResizing makes, at its ``initial_scale``, must still go through the model. Methods that set a limit
+on what the model takes once they change it (:func:`method_limits`: ALiBi's ``max_sequence_length``) are checked
+against the sample.
 
 Example:
     >>> from composer.config.datasets import SyntheticClassificationHparams
@@ -39,7 +41,7 @@ from composer.core.data_spec import DataSpec
 from composer.core.hparams import Hparams
 from composer.models.base import ComposerModel
 
-__all__ = ["fit_problems", "method_extremes"]
+__all__ = ["fit_problems", "method_extremes", "method_limits"]
 
 Extreme = tuple[str, Callable[[Any], Any]]
 """A recipe key and what the method it configures makes of a training batch at that setting's extreme."""
@@ -108,6 +110,16 @@ def method_extremes(algorithms: Mapping[str, Hparams]) -> list[Extreme]:
     return [("algorithms.progressive_resizing.initial_scale", smallest)]
 
 
+def method_limits(algorithms: Mapping[str, Hparams]) -> list[tuple[str, int]]:
+    """The longest token sequence the model takes once the recipe's methods changed it, by the key that sets it.
+
+    Args:
+        algorithms: The recipe's methods by registry name.
+    """
+    config: Any = algorithms.get("alibi")
+    return [] if config is None else [("algorithms.alibi.max_sequence_length", config.max_sequence_length)]
+
+
 def fit_problems(
     model_config: ModelHparams,
     model_path: str,
@@ -117,6 +129,7 @@ def fit_problems(
     spec: DataSpec,
     train: bool,
     extremes: list[Extreme] | None = None,
+    limits: list[tuple[str, int]] | None = None,
 ) -> list[ConfigError]:
     """Runs the first sample of ``spec`` through ``model``; a problem if they do not fit, naming both recipe keys.
 
@@ -130,6 +143,8 @@ def fit_problems(
         train: Training data (forward and loss) or evaluation data (``eval_forward`` and the evaluation metrics).
         extremes: Training only: the methods' reshaping of a batch at their extremes (:func:`method_extremes`);
             each reshaped sample must go through the model too.
+        limits: The longest sequence the model takes once the methods changed it (:func:`method_limits`); a
+            sample of token ids must not be longer.
 
     Returns:
         No problem, or one.
@@ -144,6 +159,17 @@ def fit_problems(
     dataset, batch = found
     sample = _first_tensor(batch)
     shape = list(sample.shape[1:]) if sample is not None else []
+    tokens = sample is not None and len(shape) == 1 and not sample.is_floating_point()
+    for key, longest in limits or []:
+        if tokens and shape[0] > longest:
+            sample_keys = _keys(data_path, data_config.sample_fields)
+            return [
+                ConfigError(
+                    f"{key} and {sample_keys}",
+                    f"do not fit: one sample of {field} holds {shape[0]} tokens, but with {key}={longest} the model "
+                    f"takes at most {longest}. Set {key}: {shape[0]} or more, or shorten the samples.",
+                )
+            ]
     input_keys = _keys(model_path, model_config.input_fields)
     sample_keys = _keys(data_path, data_config.sample_fields)
     output_keys = _keys(model_path, model_config.output_fields)

@@ -38,7 +38,7 @@ from composer.core.hparams import Hparams
 from composer.core.precision import Precision
 from composer.core.time import Time, TimeUnit
 
-__all__ = ["SEED_LIMIT", "type_problems", "value_problems"]
+__all__ = ["SEED_LIMIT", "bool_number_problems", "type_problems", "value_problems"]
 
 SEED_LIMIT = 2**32
 """Seeds lie in [0, SEED_LIMIT): NumPy's global generator, which every run seeds, takes no others."""
@@ -130,6 +130,30 @@ def type_problems(cls: type[Hparams], values: Mapping[str, Any]) -> tuple[dict[s
                 )
             )
     return typed, problems
+
+
+def bool_number_problems(cls: type[Hparams], values: Mapping[str, Any]) -> list[str]:
+    """The values that are bools where a field of ``cls`` takes a number and no bool, one sentence each.
+
+    pydantic reads ``True`` as 1 for an ``int`` field even in a config that is not strict; a recipe that writes
+    ``max_sequence_length: true`` means something else, so every recipe entry is checked with this.
+
+    Example:
+        >>> from composer.config.models import MLPHparams
+        >>> bool_number_problems(MLPHparams, {"in_features": True, "hidden": [8]})
+        ["field 'in_features' received True (bool) but expects int (a bool is not a number here)"]
+    """
+    fields = _fields(cls)
+    problems: list[str] = []
+    for name, value in values.items():
+        if isinstance(value, bool) and name in fields:
+            members = _members(fields[name].rebuild_annotation())
+            if bool not in members and any(member in _NUMBERS for member in members):
+                expected = " or ".join(_type_name(member) for member in members)
+                problems.append(
+                    f"field {name!r} received {value!r} (bool) but expects {expected} (a bool is not a number here)"
+                )
+    return problems
 
 
 def _positive_int(values: Mapping[str, Any], name: str, what: str, nullable: str = "") -> list[ConfigError]:

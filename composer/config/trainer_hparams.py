@@ -59,7 +59,7 @@ from pydantic import StrictFloat, StrictInt, StrictStr
 from composer.callbacks import CALLBACK_HPARAMS
 from composer.config.config_error import ConfigError, suggest
 from composer.config.datasets import DatasetHparams
-from composer.config.field_checks import type_problems, value_problems
+from composer.config.field_checks import bool_number_problems, type_problems, value_problems
 from composer.config.models import ModelHparams
 from composer.config.registry import ALGORITHM_HPARAMS, DATASETS, MODELS
 from composer.core.hparams import Hparams, hparams
@@ -107,6 +107,13 @@ def _build_entry(path: str, name: str, fields: Any, registry: Mapping[str, type[
             f"expected a mapping of {config_class.__name__} fields {valid} (or nothing, for the defaults), got "
             f"{fields!r} ({type(fields).__name__}).",
         )
+    problems = bool_number_problems(config_class, fields)
+    if problems:  # the checks of the values would see the bools as 0 and 1: report them, and unknown keys
+        valid = [f.name for f in dataclasses.fields(config_class)]  # type: ignore[arg-type]
+        unknown = [key for key in fields if key not in valid]
+        if unknown:
+            problems.append(f"unknown key(s) {unknown}; the valid keys are {valid}")
+        raise ConfigError(path, f"Invalid {config_class.__name__}: {'; '.join(problems)}.")
     try:
         return config_class.from_dict(fields)
     except ValueError as error:
@@ -400,7 +407,7 @@ class TrainerHparams(Hparams):
             ConfigError: Listing everything the recipe names that cannot be built (a missing file, a wrong data
                 format, a missing optional package, a model that does not fit its data), each at its key path.
         """
-        from composer.config.dry_run import fit_problems, method_extremes
+        from composer.config.dry_run import fit_problems, method_extremes, method_limits
         from composer.trainer import Trainer
         from composer.utils.seeding import new_seed, seed_all
 
@@ -437,7 +444,7 @@ class TrainerHparams(Hparams):
         }
         if model is not None:
             # After everything else is built; the Trainer seeds again, so this draws nothing from the run's generators.
-            extremes = method_extremes(self.algorithms)
+            extremes, limits = method_extremes(self.algorithms), method_limits(self.algorithms)
             for field, data, train in (("train_dataset", train_data, True), ("eval_dataset", eval_data, False)):
                 if data is not None:
                     data_config = getattr(self, field)
@@ -451,6 +458,7 @@ class TrainerHparams(Hparams):
                         data,
                         train,
                         extremes if train else None,
+                        limits,
                     )
         if problems:
             raise ConfigError.combine(problems)

@@ -466,7 +466,8 @@ class State(Serializable):
         Algorithms and callbacks are matched by class name (the second object of a class gets the second saved
         state of that class, and so on), so adding, removing or reordering them between runs does not block a
         resume: an object with no saved state starts fresh and saved states nobody claims are dropped, each with a
-        warning. The process's random states are not applied here but kept in :attr:`resume_rng` (and
+        warning; the Trainer's own checkpoint saver (a class with ``checkpoint_state_optional = True``) is matched
+        the same way but never warns, since the user did not pass it. The process's random states are not applied here but kept in :attr:`resume_rng` (and
         :attr:`epoch_start_rng`), for the Trainer to restore at the right point of the data order; call
         :meth:`restore_rng` yourself when driving the loop by hand.
 
@@ -532,8 +533,23 @@ def _bare_model_state(model: torch.nn.Module) -> dict[str, Any]:
     }
 
 
+# Callbacks whose saved state is bookkeeping of the run that saved it (the files a CheckpointSaver wrote), not
+# something a later run must restore: a run without one (a Trainer with ``load_path`` and no ``save_folder``) drops
+# that state silently, and one that finds no saved state starts fresh silently. The Trainer adds these itself, so a warning would name a callback the user never passed. A
+# class joins by setting ``checkpoint_state_optional = True``; the saver is also known by name, for checkpoints
+# written before that attribute existed (core names it without importing it).
+_OPTIONAL_STATE_CLASSES = frozenset({"CheckpointSaver"})
+
+
 def _named_state(obj: Any) -> dict[str, Any]:
-    return {"class": type(obj).__qualname__, "state": obj.state_dict()}
+    named = {"class": type(obj).__qualname__, "state": obj.state_dict()}
+    if getattr(obj, "checkpoint_state_optional", False) is True:
+        named["optional"] = True
+    return named
+
+
+def _is_optional(saved: dict[str, Any]) -> bool:
+    return saved.get("optional") is True or saved["class"] in _OPTIONAL_STATE_CLASSES
 
 
 def _load_list(what: str, objects: Sequence[Any], states: Sequence[dict[str, Any]]) -> None:
@@ -558,18 +574,23 @@ def _by_class(names: Iterable[str]) -> list[tuple[str, int]]:
 
 def _load_named(what: str, objects: Sequence[Any], states: Sequence[dict[str, Any]]) -> None:
     saved = dict(zip(_by_class(s["class"] for s in states), (s["state"] for s in states)))
+    optional = {key for key, s in zip(_by_class(s["class"] for s in states), states) if _is_optional(s)}
     claimed: set[tuple[str, int]] = set()
     for obj, key in zip(objects, _by_class(type(o).__qualname__ for o in objects)):
         if key in saved:
             obj.load_state_dict(saved[key])
             claimed.add(key)
-        elif obj.state_dict():
+        elif obj.state_dict() and not _is_optional(_named_state(obj)):
             warnings.warn(
                 f"The checkpoint has no saved state for the {what[:-1]} {key[0]} (number {key[1] + 1} of its class); "
                 "it starts fresh. The run that saved the checkpoint did not have it.",
                 stacklevel=3,
             )
-    dropped = [f"{name} (number {i + 1})" for (name, i), value in saved.items() if (name, i) not in claimed and value]
+    dropped = [
+        f"{name} (number {i + 1})"
+        for (name, i), value in saved.items()
+        if (name, i) not in claimed and (name, i) not in optional and value
+    ]
     if dropped:
         warnings.warn(
             f"The checkpoint holds state for {what} this run does not have: {dropped}; that state is ignored. "

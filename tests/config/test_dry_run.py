@@ -82,6 +82,33 @@ def test_a_language_model_and_its_data_must_fit(tokens, detail):
     assert info.value.where == _GPT_KEYS and detail in info.value.message, info.value
 
 
+def test_a_sequence_must_fit_alibis_max_sequence_length():
+    alibi = {
+        "position_embedding_attribute": "wpe",
+        "attention_module_name": "composer.models.gpt.CausalSelfAttention",
+        "attr_to_replace": "forward",
+        "alibi_attention": "composer.algorithms.alibi.policies.gpt_alibi_forward",
+        "max_sequence_length": 8,
+    }
+    recipe = {
+        "model": {"gpt": {"n_layer": 1, "n_head": 2, "n_embd": 16, "max_sequence_length": 32}},
+        "train_dataset": {"synthetic_tokens": {"num_samples": 4, "seq_len": 16}},
+        "train_batch_size": 2,
+        "max_duration": "1ba",
+        "algorithms": {"alibi": alibi},
+        "seed": 0,
+    }
+    with pytest.raises(
+        ConfigError, match=r"holds 16 tokens, but with algorithms\.alibi\.max_sequence_length=8"
+    ) as info:
+        TrainerHparams.from_dict(recipe).initialize_object()
+    assert info.value.where.startswith(
+        "algorithms.alibi.max_sequence_length and train_dataset.synthetic_tokens.seq_len"
+    )
+    alibi["max_sequence_length"] = 16
+    TrainerHparams.from_dict(recipe).initialize_object().close()
+
+
 def test_the_smallest_images_of_progressive_resizing_must_fit_the_model():
     recipe = {**_IMAGES, "algorithms": {"progressive_resizing": {"initial_scale": 0.1}}}
     with pytest.raises(ConfigError, match=r"becomes of shape \[1, 1, 1\]") as info:

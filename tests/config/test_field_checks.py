@@ -41,6 +41,17 @@ def test_a_bool_is_not_a_number(field):
     )
 
 
+def test_a_bool_is_not_a_number_in_any_entry_either():
+    recipe = {**TINY, "model": {"mlp": {"in_features": True, "hidden": [8], "num_classes": False}}}
+    ((where, message),) = _problems(**recipe)
+    assert where == "model.mlp" and message == (
+        "Invalid MLPHparams: field 'in_features' received True (bool) but expects int (a bool is not a number here); "
+        "field 'num_classes' received False (bool) but expects int (a bool is not a number here)."
+    )
+    ((where, message),) = _problems(algorithms={"mixup": {"alpha": True, "beta": 1}})
+    assert where == "algorithms.mixup" and "'alpha' received True (bool)" in message and "['beta']" in message
+
+
 def test_numbers_keep_their_types_and_ints_are_floats():
     config = TrainerHparams.from_dict({**TINY, "scale_schedule_ratio": 2, "grad_clip_norm": 1, "dist_timeout": 30})
     assert config.scale_schedule_ratio == 2 and config.grad_clip_norm == 1 and config.dist_timeout == 30

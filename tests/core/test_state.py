@@ -213,3 +213,56 @@ def test_state_dict_carries_the_process_rng_for_the_trainer_to_restore_later():
     torch.rand(7)  # loading did not touch the global generators...
     dst.restore_rng(dst.resume_rng)  # ...the Trainer restores them at the right point
     assert torch.equal(torch.rand(3), expected_next)
+
+
+def _trainer(tmp_path, **kwargs):
+    from composer import Trainer
+    from tests.common import SimpleModel, make_dataloader
+
+    torch.manual_seed(0)
+    return Trainer(
+        model=SimpleModel(),
+        train_dataloader=make_dataloader(num_samples=8, batch_size=4),
+        max_duration="1ep",
+        progress_bar=False,
+        seed=0,
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("saved_by", ["saver", "save_checkpoint"])
+@pytest.mark.parametrize("load_into", ["no_saver", "own_saver"])
+def test_the_trainers_own_checkpoint_saver_never_warns_about_itself_on_load(tmp_path, saved_by, load_into):
+    # A full checkpoint written by a Trainer (by its save_folder saver, or by save_checkpoint without one), loaded by
+    # a fresh Trainer that the user gave no callbacks at all, with or without a save_folder of its own: nothing the
+    # user passed is involved, so nothing may warn.
+    checkpoint = tmp_path / "first" / "ep1-ba2-rank0.pt"
+    if saved_by == "saver":
+        with _trainer(tmp_path, save_folder=str(tmp_path / "first"), run_name="a") as first:
+            first.fit()
+    else:
+        with _trainer(tmp_path) as first:
+            first.fit()
+            first.save_checkpoint(str(checkpoint))
+    assert checkpoint.is_file()
+    extra = {"save_folder": str(tmp_path / "second"), "run_name": "b"} if load_into == "own_saver" else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning fails the load
+        with _trainer(tmp_path, load_path=str(checkpoint), **extra) as second:
+            assert second.state.timer.batch.value == 2  # the checkpoint's state was loaded
+
+
+def test_a_users_own_callback_state_left_unclaimed_still_warns():
+    class Counter(Callback):
+        def __init__(self):
+            self.n = 3
+
+        def state_dict(self):
+            return {"n": self.n}
+
+        def load_state_dict(self, state):
+            self.n = state["n"]
+
+    saved = make_state(callbacks=[Counter()]).state_dict()
+    with pytest.warns(UserWarning, match=r"Counter \(number 1\)"):
+        make_state(callbacks=[]).load_state_dict(saved)
