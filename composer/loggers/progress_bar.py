@@ -1,9 +1,11 @@
-"""Training progress on the console: bars on a terminal, one line per epoch and per evaluation elsewhere."""
+"""Training progress on the console: bars on a terminal; elsewhere, plain lines at a time interval, at the end of each
+epoch and after each evaluation."""
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from composer.core.hparams import Hparams, hparams
@@ -54,13 +56,16 @@ class ProgressBarLogger(LoggerDestination):
         Epoch 0:  100%|##########| 3/3 [00:00, ETA 00:00, loss=1.0986]
         Eval eval: 100%|##########| 1/1 [00:00, ETA 00:00, Accuracy=0.5000, CrossEntropy=1.0986]
 
-    Anywhere else (a log file, a CI job, captured output) it prints one plain line at the end of every epoch and
-    every evaluation, never per batch::
+    Anywhere else (a log file, a CI job, captured output) it prints plain lines, never one per batch: the epoch's
+    progress once ``interval_seconds`` (30 s by default) have passed since the last line, so that a long epoch still
+    shows in a job log while it runs, and one line at the end of every epoch and every evaluation::
 
-        Epoch 0: 3/3 batches, loss=1.0986, 00:00, ETA 00:01
-        Eval eval at epoch 1, batch 3: 1/1 batches, Accuracy=0.5000, CrossEntropy=1.0986, 00:00
+        Epoch 0: 140/468 batches, loss=2.3104, 00:30, ETA 04:51
+        Epoch 0: 468/468 batches, loss=1.0986, 01:40, ETA 01:40
+        Eval eval at epoch 1, batch 468: 1/1 batches, Accuracy=0.5000, CrossEntropy=1.0986, 00:00
 
-    The epoch line's ETA is for the whole run, from the training time so far (evaluation excluded). Bars redraw at
+    An epoch line shows the batches done in the epoch, the latest loss, the epoch's training time and the ETA of the
+    whole run, from the training time so far (evaluation excluded). Bars redraw at
     most every ``refresh_seconds``. The bar takes the loss only at the batches where it shows it (a redraw, the last
     batch of an epoch) and reads it from the device only then, so it adds no device synchronisation, and almost no
     work, to other steps. The Trainer adds one unless ``progress_bar=False``.
@@ -69,7 +74,10 @@ class ProgressBarLogger(LoggerDestination):
         enabled (bool | None): None: bars on a terminal, lines elsewhere; True: always bars; False: nothing.
         stream (TextIO, optional): Where to write. Default: ``sys.stderr``, looked up when training starts.
         refresh_seconds (float): The least time between two redraws of a bar.
+        interval_seconds (float | None): Off a terminal, print the epoch's progress when this many seconds have
+            passed since the last line (default: 30); None prints only at the end of each epoch and evaluation.
         backend (str): ``'auto'`` (rich if installed, else tqdm), ``'tqdm'`` or ``'rich'``.
+        time_fn (Callable[[], float]): The clock, in seconds (default: :func:`time.monotonic`); tests pass a fake.
 
     Example:
         >>> import io
@@ -89,6 +97,8 @@ class ProgressBarLogger(LoggerDestination):
         stream: TextIO | None = None,
         refresh_seconds: float = 0.5,
         backend: str = "auto",
+        interval_seconds: float | None = 30.0,
+        time_fn: Callable[[], float] = time.monotonic,
     ) -> None:
         if backend not in _BACKENDS:
             raise ValueError(f"backend={backend!r} is not supported; expected one of {list(_BACKENDS)}.")
@@ -96,10 +106,19 @@ class ProgressBarLogger(LoggerDestination):
             require_package("rich", "ProgressBarLogger(backend='rich')")
         if not refresh_seconds >= 0:
             raise ValueError(f"refresh_seconds={refresh_seconds!r} must be a non-negative number of seconds.")
+        if interval_seconds is not None and not 0 < interval_seconds < float("inf"):
+            raise ValueError(
+                f"interval_seconds={interval_seconds!r} must be a positive number of seconds, or None to print only "
+                "at the end of each epoch and evaluation (e.g. 30)."
+            )
         self._enabled = enabled
         self._stream = stream
         self.refresh_seconds = refresh_seconds
         self.backend = backend
+        self.interval_seconds = interval_seconds
+        self._time_fn = time_fn
+        # Off a terminal: when the next progress line within an epoch is due (every printed line moves it on).
+        self._next_line = float("inf")
         self._display: BarDisplay | None = None
         self._latest: dict[str, Any] = {}
         # The training bar: its handle, first batch, epoch, and when it was last drawn.
@@ -166,7 +185,9 @@ class ProgressBarLogger(LoggerDestination):
             return False
         if log_level != LogLevel.BATCH:
             return True
-        if self._train_bar is not None and time.monotonic() >= self._next_draw:
+        if self._train_bar is not None and self._time_fn() >= self._next_draw:
+            return True
+        if self._train_bar is None and self._time_fn() >= self._next_line:
             return True
         total = self._epoch_total
         return total is None or self._epoch_batches + 1 >= total
@@ -193,7 +214,7 @@ class ProgressBarLogger(LoggerDestination):
         timer = state.timer
         self._epoch_index = state.epoch
         self._epoch_start_batch = timer.batch.value - timer.batch_in_epoch.value
-        self._epoch_started_at = time.monotonic()
+        self._epoch_started_at = self._time_fn()
         self._eval_seconds_in_epoch = 0.0
         self._fresh_metrics = set()
         total = state.steps_per_epoch
@@ -204,9 +225,11 @@ class ProgressBarLogger(LoggerDestination):
         # Where the epoch ends, when known: a sample or token budget may end it at any batch.
         self._epoch_total = total if duration.unit in (TimeUnit.BATCH, TimeUnit.EPOCH) else None
         if self.mode != "bars":
+            if self.mode == "lines" and self._next_line == float("inf") and self.interval_seconds is not None:
+                self._next_line = self._epoch_started_at + self.interval_seconds
             return
         self._train_bar = self._get_display().open(f"Epoch {self._epoch_index}", total, nested=False)
-        self._next_draw = time.monotonic() + self.refresh_seconds
+        self._next_draw = self._time_fn() + self.refresh_seconds
 
     def epoch_start(self, state: State, logger: Logger) -> None:
         del logger
@@ -219,8 +242,10 @@ class ProgressBarLogger(LoggerDestination):
         else:
             self._epoch_batches += 1
         if self._train_bar is None:
+            if self._time_fn() >= self._next_line and not self._at_epoch_end():
+                self._print(self._epoch_line(state))  # the epoch end prints its own line
             return
-        now = time.monotonic()
+        now = self._time_fn()
         if now >= self._next_draw:
             self._next_draw = now + self.refresh_seconds
             count = state.timer.batch.value - self._epoch_start_batch
@@ -231,26 +256,39 @@ class ProgressBarLogger(LoggerDestination):
         if self._epoch_started_at is None:
             return
         count = state.timer.batch.value - self._epoch_start_batch
-        epoch_seconds = time.monotonic() - self._epoch_started_at - self._eval_seconds_in_epoch
-        self._train_seconds += epoch_seconds
-        self._epoch_started_at = None
         if self._train_bar is not None:
             self._get_display().finish(self._train_bar, count, self._train_postfix())
             self._train_bar = None
         elif self.mode == "lines":
-            total = state.steps_per_epoch
-            parts = [f"{count}/{total if total is not None else '?'} batches"]
-            if _LOSS in self._latest:
-                parts.append(f"loss={_number(self._latest[_LOSS])}")
-            parts.append(format_seconds(epoch_seconds))
-            parts.append(f"ETA {format_seconds(self._eta(state))}")
-            self._print(f"Epoch {self._epoch_index}: {', '.join(parts)}")
+            self._print(self._epoch_line(state))
+        self._train_seconds += self._epoch_seconds()
+        self._epoch_started_at = None
 
-    def _eta(self, state: State) -> float:
+    def _at_epoch_end(self) -> bool:
+        return self._epoch_total is not None and self._epoch_batches >= self._epoch_total
+
+    def _epoch_seconds(self) -> float:
+        # Training time in the current epoch so far (evaluations inside it excluded).
+        assert self._epoch_started_at is not None
+        return self._time_fn() - self._epoch_started_at - self._eval_seconds_in_epoch
+
+    def _epoch_line(self, state: State) -> str:
+        count = state.timer.batch.value - self._epoch_start_batch
+        total = state.steps_per_epoch
+        parts = [f"{count}/{total if total is not None else '?'} batches"]
+        if _LOSS in self._latest:
+            parts.append(f"loss={_number(self._latest[_LOSS])}")
+        epoch_seconds = self._epoch_seconds()
+        parts.append(format_seconds(epoch_seconds))
+        parts.append(f"ETA {format_seconds(self._eta(state, self._train_seconds + epoch_seconds))}")
+        return f"Epoch {self._epoch_index}: {', '.join(parts)}"
+
+    @staticmethod
+    def _eta(state: State, train_seconds: float) -> float:
         fraction = float(state.get_elapsed_duration().value)
         if fraction <= 0:
             return float("nan")
-        return max(0.0, self._train_seconds * (1 - fraction) / fraction)
+        return max(0.0, train_seconds * (1 - fraction) / fraction)
 
     def fit_start(self, state: State, logger: Logger) -> None:
         del state, logger
@@ -271,7 +309,7 @@ class ProgressBarLogger(LoggerDestination):
 
     def eval_start(self, state: State, logger: Logger) -> None:
         del logger
-        self._eval_started_at = time.monotonic()
+        self._eval_started_at = self._time_fn()
         self._eval_count = 0
         self._eval_total = _eval_length(state)
         if self.mode == "bars":
@@ -283,14 +321,14 @@ class ProgressBarLogger(LoggerDestination):
         del state, logger
         self._eval_count += 1
         if self._eval_bar is not None:
-            now = time.monotonic()
+            now = self._time_fn()
             if now >= self._next_eval_draw:
                 self._next_eval_draw = now + self.refresh_seconds
                 self._get_display().update(self._eval_bar, self._eval_count, "")
 
     def eval_end(self, state: State, logger: Logger) -> None:
         del logger
-        seconds = time.monotonic() - self._eval_started_at
+        seconds = self._time_fn() - self._eval_started_at
         label = str(state.dataloader_label)
         if self._epoch_started_at is not None:  # an evaluation inside the epoch: not training time
             self._eval_seconds_in_epoch += seconds
@@ -314,6 +352,8 @@ class ProgressBarLogger(LoggerDestination):
     # ---- output ------------------------------------------------------------------------------------------------
 
     def _print(self, line: str) -> None:
+        if self.interval_seconds is not None:
+            self._next_line = self._time_fn() + self.interval_seconds
         if self._display is not None:
             self._display.write(line)
         else:
@@ -326,6 +366,7 @@ class ProgressBarLogger(LoggerDestination):
             self._display = None
         self._train_bar = self._eval_bar = None
         self._epoch_started_at = None
+        self._next_line = float("inf")
 
 
 def _eval_length(state: State) -> int | None:
@@ -346,6 +387,12 @@ class ProgressBarLoggerHparams(Hparams):
     enabled: bool | None = None
     refresh_seconds: float = 0.5
     backend: str = "auto"
+    interval_seconds: float | None = 30.0
 
     def initialize_object(self) -> ProgressBarLogger:
-        return ProgressBarLogger(enabled=self.enabled, refresh_seconds=self.refresh_seconds, backend=self.backend)
+        return ProgressBarLogger(
+            enabled=self.enabled,
+            refresh_seconds=self.refresh_seconds,
+            backend=self.backend,
+            interval_seconds=self.interval_seconds,
+        )

@@ -10,7 +10,8 @@ import torch
 
 from composer import Trainer
 from composer.callbacks import EarlyStopper
-from composer.loggers import ConsoleLogger, ProgressBarLogger, ProgressBarLoggerHparams
+from composer.core import Callback
+from composer.loggers import ConsoleLogger, InMemoryLogger, ProgressBarLogger, ProgressBarLoggerHparams
 from composer.loggers.extras import is_package_available
 from tests.common import SimpleModel, make_dataloader
 
@@ -94,6 +95,60 @@ def test_plain_lines_with_evaluation_every_two_batches():
     ]
 
 
+class FakeClock(Callback):
+    """A time function for the logger, moved on by ``step`` seconds at the start of every training batch."""
+
+    def __init__(self, step):
+        self.step = step
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+    def batch_start(self, state, logger):
+        self.now += self.step
+
+
+def test_plain_lines_also_every_interval_seconds_within_an_epoch():
+    # 12 batches an epoch, 10 (fake) seconds each: a line when 30 s have passed since the last (batches 3, 6, 9),
+    # and the epoch line at its end (batch 12, not repeated as an interval line). No sleeping.
+    clock = FakeClock(step=10.0)
+    stream = io.StringIO()
+    memory = InMemoryLogger()
+    bar = ProgressBarLogger(stream=stream, interval_seconds=30, time_fn=clock)
+    trainer = Trainer(
+        model=SimpleModel(),
+        train_dataloader=make_dataloader(num_samples=48, batch_size=4),
+        max_duration="2ep",
+        loggers=[bar, memory],
+        callbacks=[clock],
+        progress_bar=False,
+        seed=0,
+    )
+    trainer.fit()
+    trainer.close()
+    lines = stream.getvalue().splitlines()
+    losses = {int(t.batch): float(v) for t, _, v in memory.data["loss/train"]}  # batch index -> its loss
+    expected = []
+    for epoch in range(2):
+        for count, seconds in [(3, 30), (6, 60), (9, 90), (12, 120)]:
+            batch = epoch * 12 + count
+            done = batch / 24
+            eta = round(10 * batch * (1 - done) / done)  # training seconds so far, scaled to what is left
+            expected.append(
+                f"Epoch {epoch}: {count}/12 batches, loss={losses[batch - 1]:.4f}, "
+                f"{seconds // 60:02d}:{seconds % 60:02d}, ETA {eta // 60:02d}:{eta % 60:02d}"
+            )
+    assert lines == expected
+
+
+def test_interval_seconds_none_prints_only_at_epoch_ends():
+    clock = FakeClock(step=100.0)
+    stream = io.StringIO()
+    train(ProgressBarLogger(stream=stream, interval_seconds=None, time_fn=clock), callbacks=[clock])
+    assert [line.split(" ")[0] for line in stream.getvalue().splitlines()] == ["Epoch", "Eval", "Epoch", "Eval"]
+
+
 def test_the_default_trainer_prints_epoch_lines_on_stderr_and_nothing_on_stdout(capsys):
     torch.manual_seed(0)
     model = SimpleModel()
@@ -135,6 +190,10 @@ def test_bad_arguments_and_hparams():
         ProgressBarLogger(backend="curses")
     with pytest.raises(ValueError, match="refresh_seconds=-1"):
         ProgressBarLogger(refresh_seconds=-1)
+    with pytest.raises(ValueError, match=r"interval_seconds=0 must be a positive number of seconds, or None"):
+        ProgressBarLogger(interval_seconds=0)
+    assert ProgressBarLogger().interval_seconds == 30.0
+    assert ProgressBarLoggerHparams(interval_seconds=5).initialize_object().interval_seconds == 5
     assert ProgressBarLoggerHparams(backend="tqdm").initialize_object().backend == "tqdm"
 
 
