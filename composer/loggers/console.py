@@ -6,11 +6,12 @@ import sys
 from typing import Any, TextIO
 
 from composer.core.hparams import Hparams, hparams
-from composer.core.logging.logger import LoggerDestination, LogLevel
+from composer.core.logging.logger import Logger, LoggerDestination, LogLevel
 from composer.core.state import State
 from composer.core.time import Time, Timestamp
 from composer.loggers.log_interval import LogInterval
 from composer.loggers.log_value import format_record
+from composer.loggers.progress_bar import ProgressBarLogger
 
 __all__ = ["ConsoleLogger", "ConsoleLoggerHparams"]
 
@@ -18,7 +19,9 @@ __all__ = ["ConsoleLogger", "ConsoleLoggerHparams"]
 class ConsoleLogger(LoggerDestination):
     """Prints logged values, one line per call, to standard error (or ``stream``).
 
-    The Trainer adds one with ``log_to_console=True``.
+    The Trainer adds one with ``log_to_console=True``. When a :class:`ProgressBarLogger` of the same run shows
+    progress (its bars or lines are on), evaluation metrics (``metrics/<label>/...``, logged at the end of each
+    evaluation) are left to it, so that each evaluation is printed once; everything else is printed here as usual.
 
     Args:
         log_level (LogLevel | str): The most verbose level printed (default: EPOCH, so per-batch values are not).
@@ -43,16 +46,35 @@ class ConsoleLogger(LoggerDestination):
     ) -> None:
         self._interval = LogInterval(log_level, log_interval)
         self._stream = stream
+        self._leave_eval_metrics = False  # a progress display of the same run prints them
+        self._eval_prefix: str | None = None  # during an evaluation: 'metrics/<label>/'
 
     @property
     def log_level(self) -> LogLevel:
         """The most verbose level printed."""
         return self._interval.log_level
 
+    def init(self, state: State, logger: Logger) -> None:
+        del logger
+        self._leave_eval_metrics = any(isinstance(c, ProgressBarLogger) and c.mode != "off" for c in state.callbacks)
+
+    def eval_start(self, state: State, logger: Logger) -> None:
+        del logger
+        self._eval_prefix = f"metrics/{state.dataloader_label}/"
+
+    def eval_end(self, state: State, logger: Logger) -> None:
+        del state, logger
+        self._eval_prefix = None
+
     def will_log(self, state: State, log_level: LogLevel) -> bool:
         return self._interval.will_log(state, log_level)
 
     def log_metric(self, timestamp: Timestamp, log_level: LogLevel, data: dict[str, Any]) -> None:
+        prefix = self._eval_prefix
+        if self._leave_eval_metrics and prefix is not None:
+            data = {key: value for key, value in data.items() if not key.startswith(prefix)}
+            if not data:
+                return
         stream = self._stream if self._stream is not None else sys.stderr
         print(format_record(timestamp, log_level, data), file=stream)
 

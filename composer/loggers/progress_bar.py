@@ -16,7 +16,7 @@ from composer.loggers.bar_display import BarDisplay, RichDisplay, TqdmDisplay
 from composer.loggers.extras import is_package_available, require_package
 from composer.loggers.log_value import to_builtin
 
-__all__ = ["ProgressBarLogger", "ProgressBarLoggerHparams", "format_seconds"]
+__all__ = ["ProgressBarLogger", "ProgressBarLoggerHparams", "eval_title", "format_seconds"]
 
 _BACKENDS = ("auto", "tqdm", "rich")
 _LOSS = "loss/train"
@@ -54,7 +54,7 @@ class ProgressBarLogger(LoggerDestination):
     installed and tqdm otherwise::
 
         Epoch 0:  100%|##########| 3/3 [00:00, ETA 00:00, loss=1.0986]
-        Eval eval: 100%|##########| 1/1 [00:00, ETA 00:00, Accuracy=0.5000, CrossEntropy=1.0986]
+        Eval: 100%|##########| 1/1 [00:00, ETA 00:00, Accuracy=0.5000, CrossEntropy=1.0986]
 
     Anywhere else (a log file, a CI job, captured output) it prints plain lines, never one per batch: the epoch's
     progress once ``interval_seconds`` (30 s by default) have passed since the last line, so that a long epoch still
@@ -62,10 +62,11 @@ class ProgressBarLogger(LoggerDestination):
 
         Epoch 0: 140/468 batches, loss=2.3104, 00:30, ETA 04:51
         Epoch 0: 468/468 batches, loss=1.0986, 01:40, ETA 01:40
-        Eval eval at epoch 1, batch 468: 1/1 batches, Accuracy=0.5000, CrossEntropy=1.0986, 00:00
+        Eval at epoch 1, batch 468: 1/1 batches, Accuracy=0.5000, CrossEntropy=1.0986, 00:00
 
     An epoch line shows the batches done in the epoch, the latest loss, the epoch's training time and the ETA of the
-    whole run, from the training time so far (evaluation excluded). Bars redraw at
+    whole run, from the training time so far (evaluation excluded). An evaluation is named ``Eval``, followed by its
+    evaluator's label unless that is the default ``'eval'`` (``Eval val at ...``). Bars redraw at
     most every ``refresh_seconds``. The bar takes the loss only at the batches where it shows it (a redraw, the last
     batch of an epoch) and reads it from the device only then, so it adds no device synchronisation, and almost no
     work, to other steps. The Trainer adds one unless ``progress_bar=False``.
@@ -88,7 +89,7 @@ class ProgressBarLogger(LoggerDestination):
         >>> trainer.fit()
         >>> trainer.close()
         >>> [line.split(":")[0] for line in out.getvalue().splitlines()]
-        ['Epoch 0', 'Eval eval at epoch 1, batch 4']
+        ['Epoch 0', 'Eval at epoch 1, batch 4']
     """
 
     def __init__(
@@ -314,7 +315,7 @@ class ProgressBarLogger(LoggerDestination):
         self._eval_total = _eval_length(state)
         if self.mode == "bars":
             nested = self._train_bar is not None
-            self._eval_bar = self._get_display().open(f"Eval {state.dataloader_label}", self._eval_total, nested)
+            self._eval_bar = self._get_display().open(eval_title(state.dataloader_label), self._eval_total, nested)
             self._next_eval_draw = 0.0
 
     def eval_batch_end(self, state: State, logger: Logger) -> None:
@@ -347,7 +348,7 @@ class ProgressBarLogger(LoggerDestination):
             timer = state.timer
             parts = [f"{self._eval_count}/{total} batches", *metrics, format_seconds(seconds)]
             where = f"at epoch {timer.epoch.value}, batch {timer.batch.value}"
-            self._print(f"Eval {label} {where}: {', '.join(parts)}")
+            self._print(f"{eval_title(label)} {where}: {', '.join(parts)}")
 
     # ---- output ------------------------------------------------------------------------------------------------
 
@@ -367,6 +368,16 @@ class ProgressBarLogger(LoggerDestination):
         self._train_bar = self._eval_bar = None
         self._epoch_started_at = None
         self._next_line = float("inf")
+
+
+def eval_title(label: Any) -> str:
+    """How an evaluation is named on the console: ``'Eval'`` for the default label, else ``'Eval <label>'``.
+
+    Example:
+        >>> eval_title("eval"), eval_title("val")
+        ('Eval', 'Eval val')
+    """
+    return "Eval" if label in (None, "eval") else f"Eval {label}"
 
 
 def _eval_length(state: State) -> int | None:

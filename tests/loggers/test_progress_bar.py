@@ -24,13 +24,13 @@ class FakeTerminal(io.StringIO):
         return True
 
 
-def train(*loggers, max_duration="2ep", callbacks=(), lr=0.1, **kwargs):
+def train(*loggers, max_duration="2ep", callbacks=(), lr=0.1, eval_dataloader=None, **kwargs):
     torch.manual_seed(0)
     model = SimpleModel()
     trainer = Trainer(
         model=model,
         train_dataloader=make_dataloader(num_samples=12, batch_size=4),
-        eval_dataloader=make_dataloader(num_samples=4, seed=1),
+        eval_dataloader=eval_dataloader if eval_dataloader is not None else make_dataloader(num_samples=4, seed=1),
         max_duration=max_duration,
         optimizers=torch.optim.SGD(model.parameters(), lr=lr),
         loggers=list(loggers),
@@ -51,7 +51,7 @@ def test_draws_epoch_and_eval_bars_on_a_terminal(backend):
     out = ANSI.sub("", stream.getvalue())
     assert "Epoch 0" in out and "Epoch 1" in out
     assert "3/3" in out  # three batches per epoch
-    assert "Eval eval" in out and "1/1" in out
+    assert re.search(r"\bEval\b", out) and "Eval eval" not in out and "1/1" in out
     assert re.search(r"loss=\d\.\d{4}", out)
     assert re.search(r"Accuracy=\d\.\d{4}, CrossEntropy=\d\.\d{4}", out)
     assert "ETA" in out
@@ -73,9 +73,9 @@ def test_plain_lines_outside_a_terminal_only_at_epoch_and_eval_ends():
     number = r"\d\.\d{4}"
     patterns = [
         rf"Epoch 0: 3/3 batches, loss={number}, \d\d:\d\d, ETA \d\d:\d\d",
-        rf"Eval eval at epoch 1, batch 3: 1/1 batches, Accuracy={number}, CrossEntropy={number}, \d\d:\d\d",
+        rf"Eval at epoch 1, batch 3: 1/1 batches, Accuracy={number}, CrossEntropy={number}, \d\d:\d\d",
         rf"Epoch 1: 3/3 batches, loss={number}, \d\d:\d\d, ETA 00:00",
-        rf"Eval eval at epoch 2, batch 6: 1/1 batches, Accuracy={number}, CrossEntropy={number}, \d\d:\d\d",
+        rf"Eval at epoch 2, batch 6: 1/1 batches, Accuracy={number}, CrossEntropy={number}, \d\d:\d\d",
     ]
     assert len(lines) == len(patterns)
     for line, pattern in zip(lines, patterns):
@@ -87,10 +87,10 @@ def test_plain_lines_with_evaluation_every_two_batches():
     train(ProgressBarLogger(stream=stream), eval_interval="2ba")
     heads = [line.split(":")[0] for line in stream.getvalue().splitlines()]
     assert heads == [
-        "Eval eval at epoch 0, batch 2",
+        "Eval at epoch 0, batch 2",
         "Epoch 0",
-        "Eval eval at epoch 1, batch 4",
-        "Eval eval at epoch 1, batch 6",
+        "Eval at epoch 1, batch 4",
+        "Eval at epoch 1, batch 6",
         "Epoch 1",
     ]
 
@@ -183,6 +183,57 @@ def test_console_logger_prints_epoch_metrics_only():
     assert not any("loss/train" in line for line in lines)
 
 
+def test_each_evaluation_is_printed_once_with_the_console_logger_on_the_same_stream():
+    # log_to_console=True next to the progress bar: the evaluation's metrics appear once, on the progress line.
+    stream = io.StringIO()
+    memory = InMemoryLogger()
+    train(ProgressBarLogger(stream=stream), ConsoleLogger(stream=stream), memory)
+    lines = stream.getvalue().splitlines()
+    accuracies = [f"{float(v):.4f}" for v in memory.values("metrics/eval/Accuracy")]
+    assert len(accuracies) == 2
+    eval_lines = [line for line in lines if "Accuracy" in line]
+    assert [line.split(" at ")[0] for line in eval_lines] == ["Eval", "Eval"]  # not 'Eval eval'
+    assert [re.search(r"Accuracy=(\S+),", line).group(1) for line in eval_lines] == accuracies
+    assert not any("Eval eval" in line for line in lines)
+
+
+def test_an_evaluator_with_its_own_label_is_named_once():
+    from composer.core import Evaluator
+
+    stream = io.StringIO()
+    evaluator = Evaluator(label="val", dataloader=make_dataloader(num_samples=4, seed=1), eval_interval="1ep")
+    train(ProgressBarLogger(stream=stream), eval_dataloader=evaluator, max_duration="1ep")
+    assert [line.split(":")[0] for line in stream.getvalue().splitlines()] == [
+        "Epoch 0",
+        "Eval val at epoch 1, batch 3",
+    ]
+
+
+def test_console_logger_alone_still_prints_evaluation_metrics():
+    stream = io.StringIO()
+    train(ConsoleLogger(stream=stream), ProgressBarLogger(enabled=False))
+    assert sum("metrics/eval/Accuracy" in line for line in stream.getvalue().splitlines()) == 2
+
+
+@pytest.mark.slow  # a subprocess that imports torch and trains on the digits
+def test_the_digits_example_prints_each_evaluation_once():
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run(
+        [sys.executable, "examples/train_digits.py", "--epochs", "2", "--seed", "0"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    out = result.stdout + result.stderr
+    eval_lines = [line for line in out.splitlines() if "Accuracy" in line and "held-out" not in line]
+    assert [line.split(" at ")[0] for line in eval_lines] == ["Eval", "Eval"], out  # one per epoch, no repeats
+    final = re.search(r"final accuracy on 359 held-out digits: (\d\.\d{4})", out)
+    assert final is not None, out
+    assert f"Accuracy={final.group(1)}," in eval_lines[-1]  # the last evaluation of fit, not a second one
+
+
 def test_bad_arguments_and_hparams():
     with pytest.raises(
         ValueError, match=r"backend='curses' is not supported; expected one of \['auto', 'tqdm', 'rich'\]"
@@ -246,6 +297,6 @@ def test_the_default_trainer_draws_bars_on_a_pseudo_terminal():
     out = run_in_pty(PTY_SCRIPT)
     assert "Epoch 0" in out and "Epoch 1" in out and "3/3" in out
     assert re.search(r"loss=\d\.\d{4}", out)
-    assert "Eval eval" in out and re.search(r"Accuracy=\d\.\d{4}", out)
+    assert re.search(r"\bEval\b", out) and "Eval eval" not in out and re.search(r"Accuracy=\d\.\d{4}", out)
     assert "ETA" in out
     assert "batches," not in out  # bars, not the plain lines used off a terminal
