@@ -19,6 +19,7 @@ from composer.loggers.record_buffer import Record
 __all__ = ["FileLogger", "FileLoggerHparams"]
 
 _FORMATS = ("text", "jsonl")
+_ALIASES = {"json": "jsonl"}  # the file is JSON lines either way: one object per line
 
 
 class FileLogger(BufferedDestination):
@@ -39,11 +40,13 @@ class FileLogger(BufferedDestination):
 
     Args:
         filename (str | PathLike): The file; missing folders are created.
-        format (str, optional): ``'text'`` or ``'jsonl'``; default: ``'jsonl'`` for a ``.jsonl`` or ``.json`` file,
-            else ``'text'``.
-        log_level (LogLevel | str): The most verbose level written (default: EPOCH).
-        log_interval (str | Time | int): Write BATCH values every this many batches, or EPOCH values every this many
-            epochs (``'1ep'``).
+        format (str, optional): ``'text'`` or ``'jsonl'`` (``'json'`` is the same: JSON lines); default: ``'jsonl'``
+            for a ``.jsonl`` or ``.json`` file, else ``'text'``.
+        log_level (LogLevel | str): The most verbose level written (default: BATCH, so the training loss is kept,
+            at ``log_interval``; ``'epoch'`` keeps only evaluation and other per-epoch values).
+        log_interval (str | Time | int): Write BATCH values every this many batches (default: ``'10ba'``: batches 0,
+            10, 20, ...), or only EPOCH values, every this many epochs (``'1ep'``). FIT and EPOCH values (the
+            evaluation metrics) are always written with a batch interval.
         flush_interval (int): Write after this many records are pending.
         overwrite (bool): Replace an existing file (default: refuse, so that an earlier run's log is not lost).
 
@@ -52,7 +55,7 @@ class FileLogger(BufferedDestination):
         >>> from composer import Trainer
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "log.jsonl"
         >>> trainer = Trainer(model=model, train_dataloader=train_dataloader, max_duration="2ba",
-        ...                   loggers=[FileLogger(path, log_level="batch")], progress_bar=False)
+        ...                   loggers=[FileLogger(path, log_interval="1ba")], progress_bar=False)
         >>> trainer.fit()
         >>> trainer.close()
         >>> [json.loads(line)["batch"] for line in path.read_text().splitlines() if "loss/train" in line]
@@ -64,8 +67,8 @@ class FileLogger(BufferedDestination):
         filename: str | os.PathLike[str],
         *,
         format: str | None = None,
-        log_level: LogLevel | str = LogLevel.EPOCH,
-        log_interval: str | Time[Any] | int = "1ba",
+        log_level: LogLevel | str = LogLevel.BATCH,
+        log_interval: str | Time[Any] | int = "10ba",
         flush_interval: int = 100,
         overwrite: bool = False,
     ) -> None:
@@ -73,8 +76,12 @@ class FileLogger(BufferedDestination):
         self.filename = check_writable(filename, "filename", is_dir=False)
         if format is None:
             format = "jsonl" if self.filename.suffix in (".jsonl", ".json") else "text"
+        format = _ALIASES.get(format, format)
         if format not in _FORMATS:
-            raise ValueError(f"format={format!r} is not supported; expected one of {list(_FORMATS)} (or None).")
+            raise ValueError(
+                f"format={format!r} is not supported; expected one of {list(_FORMATS)} ('json' means 'jsonl'), or None "
+                "to choose from the file's suffix."
+            )
         if self.filename.exists() and not overwrite:
             raise ValueError(
                 f"filename={str(filename)!r} already exists; pass overwrite=True to replace it, or choose a new name."
@@ -147,8 +154,8 @@ class FileLoggerHparams(Hparams):
 
     filename: str
     format: str | None = None
-    log_level: str = "epoch"
-    log_interval: str = "1ba"
+    log_level: str = "batch"
+    log_interval: str = "10ba"
     flush_interval: int = 100
     overwrite: bool = False
 

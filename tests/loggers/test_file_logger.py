@@ -1,14 +1,17 @@
 import json
 
 import pytest
+import torch
 
-from composer.loggers import FileLogger, FileLoggerHparams
+from composer import Trainer
+from composer.loggers import FileLogger, FileLoggerHparams, InMemoryLogger
+from tests.common import SimpleModel, make_dataloader
 from tests.loggers.conftest import assert_same_series, numeric_series
 
 
 def test_jsonl_lines_read_back_equal_the_in_memory_logger(run_training, tmp_path):
     path = tmp_path / "run" / "log.jsonl"
-    memory = run_training(FileLogger(path, log_level="batch"))
+    memory = run_training(FileLogger(path, log_level="batch", log_interval="1ba"))
     written: dict[str, list] = {}
     for line in path.read_text().splitlines():
         record = json.loads(line)
@@ -22,7 +25,7 @@ def test_jsonl_lines_read_back_equal_the_in_memory_logger(run_training, tmp_path
 
 def test_text_lines_at_epoch_level_hold_only_epoch_and_fit_values(run_training, tmp_path):
     path = tmp_path / "log.txt"
-    memory = run_training(FileLogger(path))
+    memory = run_training(FileLogger(path, log_level="epoch"))
     lines = path.read_text().splitlines()
     assert lines[0] == "[FIT][epoch=0 batch=0]: trainer/algorithms: []"
     accuracy = memory.values("metrics/eval/Accuracy")
@@ -68,3 +71,51 @@ def test_hparams_build_the_logger(tmp_path):
         {"filename": str(tmp_path / "x.jsonl"), "log_level": "batch"}
     ).initialize_object()
     assert logger.format == "jsonl" and logger.log_level.name == "BATCH"
+
+
+def train_24_batches(*loggers, **kwargs):
+    torch.manual_seed(0)
+    trainer = Trainer(
+        model=SimpleModel(),
+        train_dataloader=make_dataloader(num_samples=96, batch_size=4),
+        eval_dataloader=make_dataloader(num_samples=8, seed=1),
+        max_duration="1ep",
+        loggers=list(loggers),
+        progress_bar=False,
+        seed=0,
+        **kwargs,
+    )
+    trainer.fit()
+    trainer.close()
+    return trainer
+
+
+def test_the_default_level_records_the_training_loss_every_10_batches(tmp_path):
+    path = tmp_path / "log.jsonl"
+    memory = InMemoryLogger()
+    train_24_batches(FileLogger(path), memory)
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    losses = [(r["batch"], r["data"]["loss/train"]) for r in records if "loss/train" in r["data"]]
+    expected = [(step, float(value)) for step, value in zip(memory.steps("loss/train"), memory.values("loss/train"))]
+    assert [step for step, _ in losses] == [0, 10, 20]
+    assert [value for _, value in losses] == pytest.approx([v for step, v in expected if step % 10 == 0], rel=1e-12)
+    # Evaluation metrics are still written after every evaluation.
+    assert [r["batch"] for r in records if "metrics/eval/Accuracy" in r["data"]] == [24]
+
+
+def test_defaults_are_documented_values():
+    logger = FileLogger("unused/log.txt")
+    assert (logger.log_level.name, str(logger.log_interval)) == ("BATCH", "10ba")
+    hparams = FileLoggerHparams(filename="unused/log.txt")
+    assert (hparams.log_level, hparams.log_interval) == ("batch", "10ba")
+
+
+@pytest.mark.parametrize("suffix", [".json", ".log"])
+def test_format_json_is_accepted_as_json_lines(tmp_path, suffix):
+    path = tmp_path / f"log{suffix}"
+    memory = InMemoryLogger()
+    logger = FileLogger(path, format="json", log_level="batch", log_interval="1ba")
+    assert logger.format == "jsonl"
+    train_24_batches(logger, memory)
+    records = [json.loads(line) for line in path.read_text().splitlines()]  # one JSON object per line
+    assert [r["batch"] for r in records if "loss/train" in r["data"]] == memory.steps("loss/train")

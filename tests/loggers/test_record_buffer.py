@@ -51,7 +51,7 @@ def test_plain_lines_read_the_loss_once_per_epoch():
 
 def test_a_file_destination_converts_only_when_it_writes(tmp_path):
     state = make_state()
-    destination = FileLogger(tmp_path / "log.jsonl", log_level="batch", flush_interval=100)
+    destination = FileLogger(tmp_path / "log.jsonl", log_interval="1ba", flush_interval=100)
     logger = Logger(state, [destination])
     destination.init(state, logger)
     Counting.reads = 0
