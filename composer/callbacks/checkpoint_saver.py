@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from composer.callbacks.nan_monitor import DeferredNaNMonitor
 from composer.core.callback import Callback
 from composer.core.event import Event
 from composer.core.hparams import Hparams, hparams
@@ -63,6 +64,10 @@ class CheckpointSaver(Callback):
         weights_only (bool): Save only the model's weights (such checkpoints cannot resume training).
         run_name (str, optional): The run's name, for ``{run_name}``.
         metadata (Mapping, optional): The run's config (plain values), stored in every checkpoint.
+        check_finite (bool): Refuse to write weights that hold a NaN or an infinity (raising
+            :class:`~composer.utils.checkpoint.NonFiniteWeightsError`, which names the weight). Whatever it is set
+            to, a :class:`~composer.callbacks.nan_monitor.DeferredNaNMonitor` in the run (the Trainer's default)
+            checks the losses since its last check before every write, and raises if one was not finite.
 
     Attributes:
         folder_path (Path | None): The folder, once known (at ``INIT``), with ``{run_name}`` filled in.
@@ -91,6 +96,7 @@ class CheckpointSaver(Callback):
         weights_only: bool = False,
         run_name: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        check_finite: bool = True,
     ) -> None:
         if "{run_name}" in folder + filename + (latest_filename or "") and run_name is None:
             raise ValueError(
@@ -112,6 +118,7 @@ class CheckpointSaver(Callback):
         self.weights_only = weights_only
         self.run_name = run_name or ""
         self.metadata = dict(metadata or {})
+        self.check_finite = check_finite
         self.folder_path: Path | None = None
         self.saved_checkpoints: list[Path] = []
         self._interval_function, self._interval = _parse_interval(save_interval)
@@ -165,7 +172,15 @@ class CheckpointSaver(Callback):
 
         Returns:
             Path | None: The file written (None on ranks other than 0, which write nothing).
+
+        Raises:
+            NonFiniteLossError: If a DeferredNaNMonitor in the run finds that a loss since its last check was NaN
+                or infinite; nothing is written.
+            NonFiniteWeightsError: With ``check_finite``, if a weight holds a NaN or an infinity; nothing is written.
         """
+        for callback in state.callbacks:
+            if isinstance(callback, DeferredNaNMonitor):
+                callback.check(state)  # a loss that went non-finite since its last check stops the run here
         folder = self._folder()
         path = folder / format_checkpoint_name(self.filename, state, run_name=self.run_name)
         previous = (self._last_saved, list(self.saved_checkpoints))
@@ -177,7 +192,9 @@ class CheckpointSaver(Callback):
         stale = kept[:-keep] if keep > 0 else []
         self.saved_checkpoints = kept[len(stale) :]
         try:
-            save_checkpoint(state, path, weights_only=self.weights_only, metadata=self.metadata)
+            save_checkpoint(
+                state, path, weights_only=self.weights_only, metadata=self.metadata, check_finite=self.check_finite
+            )
         except BaseException:
             self._last_saved, self.saved_checkpoints = previous
             raise
@@ -294,6 +311,7 @@ class CheckpointSaverHparams(Hparams):
     overwrite: bool = False
     weights_only: bool = False
     run_name: str | None = None
+    check_finite: bool = True
 
     def initialize_object(self) -> CheckpointSaver:
         return CheckpointSaver(
@@ -305,4 +323,5 @@ class CheckpointSaverHparams(Hparams):
             overwrite=self.overwrite,
             weights_only=self.weights_only,
             run_name=self.run_name,
+            check_finite=self.check_finite,
         )

@@ -263,7 +263,8 @@ class TrainerHparams(Hparams):
     ``save_overwrite``, ``save_weights_only``, ``load_path``, ``load_weights_only``, ``load_strict_model_weights``,
     ``load_ignore_keys`` and ``autoresume``, and for runs launched on several processes ``dist_timeout``,
     ``ddp_sync_strategy``, ``find_unused_parameters`` and ``fsdp_config`` (a mapping of
-    :class:`~composer.trainer.fsdp.FSDPConfig` fields).
+    :class:`~composer.trainer.fsdp.FSDPConfig` fields); and ``check_finite`` (stop on a NaN or infinite loss and
+    never checkpoint non-finite weights; false for runs that handle them themselves).
     """
 
     model: ModelHparams
@@ -307,6 +308,7 @@ class TrainerHparams(Hparams):
     ddp_sync_strategy: str = "single_auto_sync"
     find_unused_parameters: bool | None = None
     fsdp_config: dict[str, Any] | None = None
+    check_finite: bool = True
 
     def validate(self) -> None:
         """Checks sizes, ranges, times, names, the methods' composition, and each named entry's class.

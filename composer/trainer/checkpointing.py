@@ -100,8 +100,8 @@ class Checkpointing:
         self.autoresume = autoresume
         self.loaded_path: Path | None = None
 
-    def make_saver(self, metadata: Mapping[str, Any]) -> CheckpointSaver | None:
-        """The callback that saves checkpoints (None without ``save_folder``)."""
+    def make_saver(self, metadata: Mapping[str, Any], check_finite: bool = True) -> CheckpointSaver | None:
+        """The callback that saves checkpoints (None without ``save_folder``); ``check_finite``: the Trainer's."""
         if self.save_folder is None:
             return None
         return CheckpointSaver(
@@ -114,6 +114,7 @@ class Checkpointing:
             weights_only=self.save_weights_only,
             run_name=self.run_name,
             metadata=metadata,
+            check_finite=check_finite,
         )
 
     def load(self, state: State) -> Path | None:

@@ -14,6 +14,7 @@ import torch
 
 from composer.algorithms.composition import check_composition
 from composer.algorithms.gradient_clipping import apply_gradient_clipping
+from composer.callbacks.nan_monitor import DeferredNaNMonitor, NaNMonitor
 from composer.core.algorithm import Algorithm
 from composer.core.callback import Callback
 from composer.core.data_spec import DataSpec, ensure_data_spec
@@ -129,7 +130,9 @@ class Trainer:
             classification head: ``['module.2.*']``).
         autoresume (bool): Continue from the newest valid checkpoint in ``save_folder`` if there is one (mid-epoch
             included, and exactly: the same batches, the same random draws), else start (or ``load_path``). Re-run
-            the same command after a crash and training goes on as if nothing had happened.
+            the same command after a crash and training goes on as if nothing had happened. If the folder holds
+            checkpoints of this run and none can be resumed (all damaged), it raises, listing each and why,
+            rather than train from the start over them; with ``save_overwrite=True`` it starts afresh.
         dist_timeout (float): Launched on several processes: seconds any collective may wait before the job fails
             (a rank that raised or hangs makes the others stop within this time instead of hanging).
         ddp_sync_strategy (str | DDPSyncStrategy): When gradients are all-reduced under gradient accumulation:
@@ -143,6 +146,12 @@ class Trainer:
             which submodules become units, mixed precision, ...). Needs a process group: launch with ``torchrun``
             or ``composer launch -n N`` (or create one yourself, even for a single process). Not with
             ``precision='amp'``. See ``composer/trainer/DISTRIBUTED.md``.
+        check_finite (bool): Stop with :class:`~composer.callbacks.NonFiniteLossError`, naming the batch, when
+            the training loss is NaN or infinite, and never write a checkpoint of non-finite weights. The losses
+            are read where training waits for the device anyway (epoch ends, checkpoints, the end of ``fit``),
+            with no device sync per batch: a :class:`~composer.callbacks.nan_monitor.DeferredNaNMonitor` (pass
+            ``callbacks=[NaNMonitor()]`` to stop at the bad batch itself, before its optimizer step, for one sync
+            per microbatch). False turns both off, for runs that handle non-finite values themselves.
 
     Launched with ``torchrun`` (``WORLD_SIZE`` > 1), the Trainer trains on all processes together: batch sizes are per
     rank, the timer counts the samples and tokens of all ranks, each rank reads its share of the data, gradients are
@@ -221,6 +230,7 @@ class Trainer:
         ddp_sync_strategy: str | DDPSyncStrategy = DDPSyncStrategy.SINGLE_AUTO_SYNC,
         find_unused_parameters: bool | None = None,
         fsdp_config: FSDPConfig | Mapping[str, Any] | None = None,
+        check_finite: bool = True,
     ) -> None:
         arguments = dict(locals())  # the run's config, saved in checkpoints
         if not isinstance(model, ComposerModel):
@@ -287,7 +297,7 @@ class Trainer:
         if self.fsdp_config is not None:
             arguments["fsdp_config"] = self.fsdp_config.to_dict()
         self._run_config = run_config({**arguments, "run_name": self.run_name, "seed": self.seed})
-        saver = self.checkpointing.make_saver(self._run_config)
+        saver = self.checkpointing.make_saver(self._run_config, check_finite)
 
         self.state = State(
             model=model,
@@ -304,6 +314,10 @@ class Trainer:
             callbacks=[*destinations, *callbacks, *([saver] if saver is not None else [])],
             device=self.device,
         )
+        self._check_finite = check_finite
+        if check_finite and not any(isinstance(c, (NaNMonitor, DeferredNaNMonitor)) for c in self.state.callbacks):
+            # A NaN or infinite loss stops the run, read without a device sync per batch.
+            self.state.callbacks.insert(len(destinations), DeferredNaNMonitor())
         self._model = model  # typed handle on state.model (which algorithms may not replace wholesale)
         self.logger = Logger(self.state, destinations)
         self.engine = Engine(self.state, self.logger)
@@ -712,8 +726,13 @@ class Trainer:
 
         Returns:
             Path: The file written.
+
+        Raises:
+            NonFiniteWeightsError: With ``check_finite`` (the default), if a weight holds a NaN or an infinity.
         """
-        return save_checkpoint(self.state, path, weights_only=weights_only, metadata=self._run_config)
+        return save_checkpoint(
+            self.state, path, weights_only=weights_only, metadata=self._run_config, check_finite=self._check_finite
+        )
 
     def close(self) -> None:
         """Closes every callback and logger: each one's ``close``, then each one's ``post_close``.

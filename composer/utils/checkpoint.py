@@ -48,6 +48,7 @@ __all__ = [
     "FAULT_ENV_VAR",
     "FILENAME_FIELDS",
     "CheckpointError",
+    "NonFiniteWeightsError",
     "find_checkpoints",
     "format_checkpoint_name",
     "is_safetensors_available",
@@ -108,6 +109,10 @@ class CheckpointError(ValueError):
     def __init__(self, message: str, reason: str | None = None) -> None:
         super().__init__(message)
         self.reason = reason if reason is not None else message
+
+
+class NonFiniteWeightsError(ValueError):
+    """Model weights that hold a NaN or an infinity, refused by :func:`save_checkpoint` (the message names them)."""
 
 
 def is_safetensors_available() -> bool:
@@ -287,6 +292,7 @@ def save_checkpoint(
     *,
     weights_only: bool = False,
     metadata: Mapping[str, Any] | None = None,
+    check_finite: bool = True,
 ) -> Path:
     """Writes ``state`` to ``path`` atomically (temporary file, fsync, rename), with a checksum.
 
@@ -309,12 +315,17 @@ def save_checkpoint(
             that format (it needs ``weights_only=True`` and the ``safetensors`` package).
         weights_only (bool): Save only the model's weights.
         metadata (Mapping, optional): The run's config (plain values), stored under ``metadata['config']``.
+        check_finite (bool): Refuse to write model weights (parameters and floating-point buffers) that hold a NaN
+            or an infinity: resuming from them would only train on NaN (and autoresume picks the newest checkpoint).
+            False writes them as they are (to inspect a diverged run, say).
 
     Returns:
         Path: The path written.
 
     Raises:
         TypeError: If a state holds something other than tensors and plain Python values (the message names where).
+        NonFiniteWeightsError: With ``check_finite``, if a weight is not finite (the message names it); nothing is
+            written.
 
     Example:
         >>> import tempfile
@@ -331,7 +342,7 @@ def save_checkpoint(
             raise CheckpointError(f"Rank 0 could not write the checkpoint {path}: {error}")
         return path
     try:
-        _write_checkpoint(state, path, weights_only, metadata, rank_states, unsharded)
+        _write_checkpoint(state, path, weights_only, metadata, rank_states, unsharded, check_finite)
     except BaseException as e:
         if state.world_size > 1:
             dist.broadcast_object_list([f"{type(e).__name__}: {e}"])
@@ -428,6 +439,7 @@ def _write_checkpoint(
     metadata: Mapping[str, Any] | None,
     rank_states: list[dict[str, Any]] | None,
     unsharded: dict[str, Any] | None = None,
+    check_finite: bool = True,
 ) -> None:
     info = {
         "library": "opencomposer",
@@ -440,6 +452,8 @@ def _write_checkpoint(
     content: dict[str, Any] = {"model": _bare_model_state(state.model)} if weights_only else state.state_dict()
     if unsharded is not None:
         content.update(unsharded)  # a sharded model's whole weights and optimizer states, in place of the shards
+    if check_finite:
+        _check_finite_weights(content["model"], path)
     if rank_states is not None:
         content["rank_states"] = rank_states
     if path.suffix == ".safetensors":
@@ -453,6 +467,41 @@ def _write_checkpoint(
     payload = {"format_version": FORMAT_VERSION, "metadata": info, "state": content}
     _check_plain(payload, "checkpoint")  # fail now, naming the culprit, rather than when loading
     _atomic_write(path, lambda tmp: _write_torch(payload, tmp))
+
+
+def _check_finite_weights(weights: Mapping[str, Any], path: Path) -> None:
+    """Raises NonFiniteWeightsError naming the first weight (in the model's order) that holds a NaN or an infinity.
+
+    One device-to-host read per device the weights are on (a checkpoint copies them to the host anyway)."""
+    floating = [
+        (key, value)
+        for key, value in weights.items()
+        if isinstance(value, torch.Tensor)
+        and (value.is_floating_point() or value.is_complex())
+        and value.device.type != "meta"
+    ]
+    by_device: dict[torch.device, list[tuple[int, torch.Tensor]]] = {}
+    for index, (_, value) in enumerate(floating):
+        by_device.setdefault(value.device, []).append((index, value))
+    bad: list[int] = []
+    for items in by_device.values():
+        finite = torch.stack([torch.isfinite(value).all() for _, value in items])
+        if not bool(finite.all()):
+            bad.extend(items[i][0] for i in (~finite).nonzero().flatten().tolist())
+    if not bad:
+        return
+    key, value = floating[min(bad)]
+    nan, inf = int(torch.isnan(value).sum()), int(torch.isinf(value).sum())
+    others = [floating[i][0] for i in sorted(bad)[1:]]
+    raise NonFiniteWeightsError(
+        f"Refusing to write {path}: the model's weight {key!r} is not finite ({nan} NaN and {inf} infinite of "
+        f"{value.numel()} values)"
+        + (f", and so are {_some(others, 5)}" if others else "")
+        + ". Training has diverged; a checkpoint of these weights could only resume into NaN (and autoresume would "
+        "pick it). To fix: lower the learning rate or clip gradients (grad_clip_norm), and resume from an earlier "
+        "checkpoint. To write it anyway (to inspect it), pass check_finite=False (to the Trainer, CheckpointSaver or "
+        "save_checkpoint)."
+    )
 
 
 def _write_torch(payload: Any, path: Path) -> None:

@@ -15,6 +15,7 @@ from composer.models import ComposerClassifier
 from composer.utils.checkpoint import (
     FAULT_ENV_VAR,
     CheckpointError,
+    NonFiniteWeightsError,
     find_checkpoints,
     format_checkpoint_name,
     is_safetensors_available,
@@ -256,6 +257,31 @@ def test_a_checkpoint_truncated_to_one_byte_is_reported_as_truncated(tmp_path):
         read_checkpoint(path)
     with pytest.raises(CheckpointError, match=r"not a checkpoint: truncated or corrupt \(1 bytes\)"):
         read_checkpoint(path, verify=False)
+
+
+def test_non_finite_weights_are_refused_naming_them_unless_told(tmp_path):
+    state = trained_state()
+    with torch.no_grad():
+        state.model[2].weight[0, :2] = float("inf")
+        state.model[0].bias[3] = float("nan")
+    with pytest.raises(
+        NonFiniteWeightsError,
+        match=r"weight '0\.bias' is not finite \(1 NaN and 0 infinite of 8 values\), and so are \['2\.weight'\]",
+    ):
+        save_checkpoint(state, tmp_path / "ckpt.pt")
+    with pytest.raises(NonFiniteWeightsError, match="check_finite=False"):
+        save_checkpoint(state, tmp_path / "weights.pt", weights_only=True)
+    assert list(tmp_path.iterdir()) == []  # nothing written, not even a temporary file
+    path = save_checkpoint(state, tmp_path / "ckpt.pt", check_finite=False)
+    assert torch.isnan(read_checkpoint(path)["state"]["model"]["0.bias"][3])
+
+
+def test_a_non_finite_buffer_is_refused_too(tmp_path):
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.BatchNorm1d(2))
+    model[1].running_var.fill_(float("inf"))
+    state = State(model=model, max_duration="1ep")
+    with pytest.raises(NonFiniteWeightsError, match=r"'1\.running_var' is not finite \(0 NaN and 2 infinite"):
+        save_checkpoint(state, tmp_path / "ckpt.pt")
 
 
 def test_a_missing_file_says_so(tmp_path):
