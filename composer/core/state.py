@@ -56,6 +56,8 @@ class State(Serializable):
         device (torch.device | str, optional): Where training runs. Default: CPU.
         scale_schedule_ratio (float): The run trains ``scale_schedule_ratio x max_duration``; composer schedulers
             receive it as ``ssr`` so their times stretch to match.
+        run_name (str, optional): The run's name (the Trainer's ``run_name``), for ``{run_name}`` in the paths that
+            logger destinations write; None when the run has none.
 
     Attributes:
         timer (Timer): Epochs, batches, samples and tokens seen so far.
@@ -105,8 +107,10 @@ class State(Serializable):
         callbacks: Sequence[Callback] = (),
         device: torch.device | str | None = None,
         scale_schedule_ratio: float = 1.0,
+        run_name: str | None = None,
     ) -> None:
         self.model = model
+        self.run_name = run_name
         self.timer = Timer()
         self.train_dataloader = train_dataloader
         self._steps_per_epoch = steps_per_epoch

@@ -12,7 +12,7 @@ from composer.core.logging.logger import Logger, LogLevel
 from composer.core.state import State
 from composer.core.time import Time
 from composer.loggers.buffered_destination import BufferedDestination
-from composer.loggers.log_path import check_writable
+from composer.loggers.log_path import check_writable, format_log_path, has_placeholders
 from composer.loggers.log_value import format_record
 from composer.loggers.record_buffer import Record
 
@@ -31,15 +31,19 @@ class FileLogger(BufferedDestination):
         {"level": "batch", "epoch": 0, "batch": 3, "batch_in_epoch": 3, "sample": 12, "token": 0,
          "data": {"loss/train": 1.0986}}
 
-    The folder is checked when the logger is built and again at ``Event.INIT`` (an existing file is refused there
-    too, unless ``overwrite``), so a path that cannot be written fails before training starts. The file itself is
+    The file name may hold the fields ``save_folder`` takes, filled in at ``Event.INIT`` in the same way:
+    ``FileLogger("out/{run_name}/log.txt")`` writes ``out/<the Trainer's run_name>/log.txt``, and ``{rank}`` is the
+    process's rank (see :func:`~composer.loggers.log_path.format_log_path`); :attr:`filename` is the filled-in path
+    from then on. The folder is checked when the logger is built and again at ``Event.INIT`` (an existing file is
+    refused there too, unless ``overwrite``), so a path that cannot be written fails before training starts. The file itself is
     created at the first write: a Trainer whose construction fails before anything is logged (a corrupt
     ``load_path``, say) leaves no file behind, and re-running the same script fails the same way, not on a log file
     left over. Lines are written in batches (see :class:`BufferedDestination`) and flushed to disk at every epoch and
     evaluation end.
 
     Args:
-        filename (str | PathLike): The file; missing folders are created.
+        filename (str | PathLike): The file, with ``{run_name}``, ``{rank}``, ... filled in as in ``save_folder``;
+            missing folders are created.
         format (str, optional): ``'text'`` or ``'jsonl'`` (``'json'`` is the same: JSON lines); default: ``'jsonl'``
             for a ``.jsonl`` or ``.json`` file, else ``'text'``.
         log_level (LogLevel | str): The most verbose level written (default: BATCH, so the training loss is kept,
@@ -73,6 +77,7 @@ class FileLogger(BufferedDestination):
         overwrite: bool = False,
     ) -> None:
         super().__init__(log_level, log_interval, flush_interval)
+        self._pattern = str(filename)
         self.filename = check_writable(filename, "filename", is_dir=False)
         if format is None:
             format = "jsonl" if self.filename.suffix in (".jsonl", ".json") else "text"
@@ -82,7 +87,7 @@ class FileLogger(BufferedDestination):
                 f"format={format!r} is not supported; expected one of {list(_FORMATS)} ('json' means 'jsonl'), or None "
                 "to choose from the file's suffix."
             )
-        if self.filename.exists() and not overwrite:
+        if self.filename.exists() and not overwrite and not has_placeholders(filename):
             raise ValueError(
                 f"filename={str(filename)!r} already exists; pass overwrite=True to replace it, or choose a new name."
             )
@@ -92,9 +97,11 @@ class FileLogger(BufferedDestination):
         self._started = False  # between INIT and close: records are written (the file is opened at the first)
 
     def init(self, state: State, logger: Logger) -> None:
-        del state, logger
+        del logger
         if self._started:
             return  # a second Trainer built with the same logger keeps appending
+        if has_placeholders(self._pattern):
+            self.filename = check_writable(format_log_path(self._pattern, state, "filename"), "filename", is_dir=False)
         Path(self.filename).parent.mkdir(parents=True, exist_ok=True)
         if self.filename.exists() and not self.overwrite:
             raise ValueError(

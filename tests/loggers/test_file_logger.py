@@ -119,3 +119,60 @@ def test_format_json_is_accepted_as_json_lines(tmp_path, suffix):
     train_24_batches(logger, memory)
     records = [json.loads(line) for line in path.read_text().splitlines()]  # one JSON object per line
     assert [r["batch"] for r in records if "loss/train" in r["data"]] == memory.steps("loss/train")
+
+
+def _log_one_epoch(state, logger_destination):
+    from composer.core.logging.logger import Logger
+
+    logger = Logger(state, [logger_destination])
+    logger_destination.init(state, logger)
+    logger.metric_batch({"loss/train": 0.5})
+    logger_destination.close(state, logger)
+
+
+@pytest.mark.parametrize("format", ["text", "jsonl"])
+def test_filename_placeholders_are_filled_like_save_folder(tmp_path, format):
+    from composer.core import State
+    from composer.utils.checkpoint import format_checkpoint_name
+
+    pattern = str(tmp_path / "out" / "{run_name}" / "rank{rank}" / "log.txt")
+    state = State(model=torch.nn.Linear(2, 2), max_duration="1ep", steps_per_epoch=2, run_name="demo-1")
+    destination = FileLogger(pattern, format=format, log_interval="1ba")
+    _log_one_epoch(state, destination)
+    expected = tmp_path / "out" / "demo-1" / "rank0" / "log.txt"
+    assert expected == type(expected)(format_checkpoint_name(pattern, state, run_name="demo-1", rank=0))
+    assert destination.filename == expected and expected.is_file()
+    assert "loss/train" in expected.read_text()
+    assert not (tmp_path / "out" / "{run_name}").exists()  # no folder literally named so
+
+
+def test_a_placeholder_the_run_cannot_fill_is_refused_naming_the_choices(tmp_path):
+    from composer.core import State
+
+    state = State(model=torch.nn.Linear(2, 2), max_duration="1ep", steps_per_epoch=2, run_name="demo")
+    with pytest.raises(ValueError, match=r"filename='.*\{user\}/log.txt' .*\{user\}.*'run_name'"):
+        _log_one_epoch(state, FileLogger(tmp_path / "{user}" / "log.txt"))
+    nameless = State(model=torch.nn.Linear(2, 2), max_duration="1ep", steps_per_epoch=2)
+    with pytest.raises(ValueError, match=r"uses \{run_name\}, but the run has no name"):
+        _log_one_epoch(nameless, FileLogger(tmp_path / "{run_name}" / "log.txt"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_existing_file_is_refused_after_the_placeholders_are_filled(tmp_path):
+    from composer.core import State
+
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "log.txt").write_text("an earlier run\n")
+    state = State(model=torch.nn.Linear(2, 2), max_duration="1ep", steps_per_epoch=2, run_name="demo")
+    with pytest.raises(ValueError, match=r"filename='.*demo/log.txt' already exists; pass overwrite=True"):
+        _log_one_epoch(state, FileLogger(tmp_path / "{run_name}" / "log.txt"))
+    assert (tmp_path / "demo" / "log.txt").read_text() == "an earlier run\n"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="needs the Trainer to pass its run_name to State (State(..., run_name=self.run_name) in trainer.py)",
+)
+def test_a_trainers_file_logger_fills_in_its_run_name(tmp_path):
+    train_24_batches(FileLogger(tmp_path / "out" / "{run_name}" / "log.txt"), run_name="digits-a")
+    assert (tmp_path / "out" / "digits-a" / "log.txt").is_file()
