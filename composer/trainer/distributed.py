@@ -21,7 +21,9 @@ so an unlaunched run behaves exactly as before. Launched (``torchrun`` sets ``WO
   and tokens of all ranks (:func:`batch_totals`: exactly, and without communicating when every rank's batches are
   as large); the training loss logged is rank 0's (the mean over its share of the batch);
 * keeps the destinations that write to the console or to files on rank 0 only (:func:`rank_zero_destinations`);
-* adds a note naming the rank to an error raised in ``fit`` (:func:`add_rank_note`).
+* adds a note naming the rank to an error raised in ``fit`` (:func:`add_rank_note`), and during ``fit`` runs a
+  heartbeat that ends the job, naming the rank that stopped answering, once the others have waited ``dist_timeout``
+  for it (:func:`heartbeat`).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from torch.utils.data import (
 from composer.core.data_spec import DataSpec, num_samples_in_batch
 from composer.core.evaluator import Evaluator
 from composer.core.logging.logger import LoggerDestination
+from composer.core.time import Timer
 from composer.loggers import (
     ConsoleLogger,
     CSVLogger,
@@ -70,6 +73,7 @@ __all__ = [
     "ddp_sync_context",
     "distribute_evaluator",
     "distribute_train_data",
+    "heartbeat",
     "init_distributed",
     "is_launched",
     "lockstep_batches",
@@ -536,10 +540,43 @@ def add_rank_note(error: BaseException) -> None:
         return
     message = str(error).lower()
     if isinstance(error, torch.distributed.DistError) or any(h in message for h in _COLLECTIVE_FAILURE_HINTS):
+        lagging = dist.describe_lagging(dist.read_heartbeats())
+        cause = f" Heartbeats: {'; '.join(lagging)}." if lagging else ""
         note = (
             f"{prefix}: a collective operation failed, most likely because another rank failed or stopped "
-            "answering; its own error (noted with its rank) is the cause."
+            f"answering; its own error (noted with its rank) is the cause.{cause}"
         )
     else:
         note = f"{prefix} raised this error; the other ranks stop at their next collective (at most dist_timeout)."
     error.add_note(note)
+
+
+@contextlib.contextmanager
+def heartbeat(model: torch.nn.Module | None, timer: Timer) -> Iterator[None]:
+    """Launched: runs a :class:`composer.utils.dist.Heartbeat` for the duration of the block (the Trainer: ``fit``).
+
+    Each training forward pass through ``model`` (the DDP wrapper or the FSDP-sharded model: the same number of
+    passes on every rank) advances it, through a forward pre-hook (about a microsecond). Its thread publishes the
+    progress and the batch (``timer.batch``) to the process group's store once a second at most; when the ranks have waited
+    ``dist_timeout`` (the process group's timeout) for a rank that fell behind, every rank prints which one stopped
+    answering and where, and ends with exit status 1, so that ``torchrun`` stops the job at once. Unlaunched, or
+    without a model to hook: nothing.
+
+    Example:
+        >>> with heartbeat(None, Timer()):
+        ...     pass
+    """
+    if model is None or not is_launched() or not dist.is_initialized():
+        yield
+        return
+    # The group's store was created with the group's timeout (dist_timeout, or the script's own): the stubs lack it.
+    store = torch.distributed.distributed_c10d._get_default_store()
+    timeout = store.timeout.total_seconds()  # type: ignore[attr-defined]
+    beat = dist.Heartbeat(timeout, lambda: f"batch {int(timer.batch)}")
+    handle = model.register_forward_pre_hook(lambda module, args: beat.advance())
+    beat.start()
+    try:
+        yield
+    finally:
+        handle.remove()
+        beat.stop()

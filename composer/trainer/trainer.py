@@ -48,6 +48,7 @@ from composer.trainer.distributed import (
     ddp_sync_context,
     distribute_evaluator,
     distribute_train_data,
+    heartbeat,
     init_distributed,
     is_launched,
     lockstep_batches,
@@ -434,7 +435,8 @@ class Trainer:
             state.max_duration = state.timer.get(extra.unit) + extra
         state.stop_reason = None
         try:
-            self._fit_loop()
+            with heartbeat(self._synced_model, state.timer):  # launched: a rank that stops answering is named
+                self._fit_loop()
         except BaseException as e:
             add_rank_note(e)  # launched: which rank raised it
             self.close()

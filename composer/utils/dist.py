@@ -6,9 +6,16 @@ Launch with ``torchrun`` (or ``composer launch``): it sets ``RANK``, ``LOCAL_RAN
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import json
 import os
-from collections.abc import Sequence
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import torch
@@ -16,12 +23,15 @@ import torch.distributed as torch_dist
 from torch.utils.data import Dataset, DistributedSampler, RandomSampler, Sampler, SequentialSampler
 
 __all__ = [
+    "Heartbeat",
+    "RankBeat",
     "all_gather",
     "all_gather_object",
     "all_reduce",
     "barrier",
     "broadcast",
     "broadcast_object_list",
+    "describe_lagging",
     "get_global_rank",
     "get_local_rank",
     "get_local_world_size",
@@ -30,6 +40,7 @@ __all__ = [
     "get_world_size",
     "initialize_dist",
     "is_initialized",
+    "read_heartbeats",
 ]
 
 T = TypeVar("T")
@@ -194,3 +205,189 @@ def get_sampler(dataset: Dataset[Any], *, shuffle: bool, drop_last: bool = False
     if shuffle:
         return RandomSampler(dataset, generator=torch.Generator().manual_seed(seed))
     return SequentialSampler(dataset)
+
+
+# ---- heartbeats: which rank stopped answering ----------------------------------------------------------------------
+
+
+def _heartbeat_key(rank: int) -> str:
+    # torchrun keeps its store across restarts of the workers: each attempt publishes under its own keys.
+    return f"composer/heartbeat/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/{rank}"
+
+
+@dataclass
+class RankBeat:
+    """What one rank last published through its :class:`Heartbeat`.
+
+    Attributes:
+        rank (int): The rank.
+        progress (int): How many steps its main thread has started (the Trainer: training forward passes).
+        position (str): Where it is, in words (the Trainer: ``'batch 3'``).
+        running (bool): False once it stopped its heartbeat (its ``fit`` ended).
+        beats (int): How many times it published (it stops growing when the process is frozen or dead).
+        stack (str): The innermost frames of its training thread, when that thread was not making progress.
+    """
+
+    rank: int
+    progress: int
+    position: str
+    running: bool
+    beats: int
+    stack: str
+
+
+def read_heartbeats() -> list[RankBeat | None]:
+    """Every rank's last :class:`RankBeat`, in rank order (None for a rank that published none); ``[]`` when there is
+    no process group or its store cannot be read (its host is gone). Never waits for a missing key."""
+    if not is_initialized():
+        return []
+    try:
+        store = torch_dist.distributed_c10d._get_default_store()
+        beats: list[RankBeat | None] = []
+        for rank in range(torch_dist.get_world_size()):
+            key = _heartbeat_key(rank)
+            beats.append(RankBeat(**json.loads(store.get(key))) if store.check([key]) else None)
+        return beats
+    except (RuntimeError, ValueError, TypeError, OSError):  # the store's host ended, or a foreign value
+        return []
+
+
+def describe_lagging(beats: Sequence[RankBeat | None], frozen: Sequence[int] = ()) -> list[str]:
+    """One description per rank that the others are waiting for: behind them, frozen, or never started."""
+    if not beats:
+        return []
+    top = max((b.progress for b in beats if b is not None), default=0)
+    found = []
+    for rank, beat in enumerate(beats):
+        if beat is None:
+            found.append(f"rank {rank} never published a heartbeat (it has not started training)")
+        elif not beat.running:
+            continue
+        elif beat.progress < top or beat.rank in frozen:
+            why = (
+                f"{top - beat.progress} step(s) behind"
+                if beat.progress < top
+                else "its heartbeat stopped: frozen or dead"
+            )
+            where = f", in:\n{beat.stack}" if beat.stack else ""
+            found.append(f"rank {rank} stopped answering at {beat.position or 'its step'} ({why}){where}")
+    return found
+
+
+class Heartbeat:
+    """Publishes this rank's progress to the process group's store from a daemon thread, and ends the process when
+    the job has stalled for ``timeout`` seconds, naming the rank that stopped answering.
+
+    The training loop calls :meth:`advance` once per step (an increment and a clock read: the store is written by
+    the thread, once per ``interval``). When this rank has made no progress for ``timeout`` seconds, its thread reads
+    every rank's heartbeat; if some rank is behind the others (it did not reach the step they wait in), has a frozen
+    heartbeat (its process holds the GIL, is stopped or died) or never started, the collective this rank waits in
+    cannot complete: the thread prints which rank stopped answering, where (its position and innermost frames), and
+    ends this process with exit status 1, without waiting for the collective's own timeout and the interpreter's
+    slow shutdown, so that the launcher (``torchrun``) stops the job at once. The lagging rank itself ends the same
+    way. This is what torch does for NCCL on a collective timeout; a stall where no rank is behind (a hang inside a
+    step) is left to the collective's timeout.
+
+    Args:
+        timeout (float): Seconds without progress after which the job is considered stalled (the Trainer:
+            ``dist_timeout``).
+        position (Callable[[], str]): Says where this rank is, read by the thread (e.g. ``lambda: 'batch 3'``).
+        interval (float, optional): Seconds between publications; default ``min(1, timeout / 10)``.
+    """
+
+    def __init__(self, timeout: float, position: Callable[[], str] = str, interval: float | None = None) -> None:
+        if not timeout > 0:
+            raise ValueError(f"timeout={timeout!r} must be a positive number of seconds.")
+        self.timeout = float(timeout)
+        self.interval = min(1.0, self.timeout / 10) if interval is None else float(interval)
+        self.position = position
+        self.progress = 0
+        self.changed_at = time.monotonic()
+        self.rank, self.world_size = get_global_rank(), get_world_size()
+        self._beats = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._trainer_thread: int | None = None  # the thread that trains (calls start): its frames are published
+
+    def advance(self) -> None:
+        """Marks one more step started on this rank (called from the training loop: keep it cheap)."""
+        self.progress += 1
+        self.changed_at = time.monotonic()
+
+    def start(self) -> Heartbeat:
+        """Publishes once (so that the others see this rank at once), then starts the thread; returns self."""
+        self.changed_at = time.monotonic()
+        self._trainer_thread = threading.get_ident()
+        self._stop.clear()
+        self._publish(running=True, stack="")
+        self._thread = threading.Thread(target=self._watch, name="composer-heartbeat", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stops the thread and marks this rank as not running (a rank whose fit ended is never waited for)."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+        self._thread = None
+        with contextlib.suppress(RuntimeError, OSError):  # the store's host may have ended already
+            self._publish(running=False, stack="")
+
+    def _publish(self, running: bool, stack: str) -> None:
+        self._beats += 1
+        store = torch_dist.distributed_c10d._get_default_store()
+        record = RankBeat(self.rank, self.progress, self.position(), running, self._beats, stack)
+        store.set(_heartbeat_key(self.rank), json.dumps(record.__dict__))
+
+    def _main_stack(self) -> str:
+        frame = sys._current_frames().get(self._trainer_thread) if self._trainer_thread is not None else None
+        if frame is None:
+            return ""
+        lines = traceback.format_list(traceback.extract_stack(frame)[-3:])
+        return "".join(lines).rstrip()
+
+    def _watch(self) -> None:
+        seen: dict[int, tuple[int, float]] = {}  # rank -> (its beat count, when this thread first saw that count)
+        while not self._stop.is_set():
+            now = time.monotonic()
+            stalled_for = now - self.changed_at
+            stack = self._main_stack() if stalled_for >= self.interval else ""
+            try:
+                self._publish(running=True, stack=stack)
+                if stalled_for >= self.timeout / 2:  # only then read the others (a store read per rank)
+                    beats = read_heartbeats()
+                    for beat in beats:
+                        if beat is not None and seen.get(beat.rank, (-1, 0.0))[0] != beat.beats:
+                            seen[beat.rank] = (beat.beats, now)
+                    if stalled_for >= self.timeout:
+                        frozen = {r for r, (_, since) in seen.items() if now - since >= 3 * self.interval}
+                        lagging = describe_lagging(beats, sorted(frozen - {self.rank}))
+                        if lagging:
+                            self._end(f"because {'; '.join(lagging)}", stalled_for)
+                            return
+            except (RuntimeError, OSError):
+                if stalled_for >= self.timeout / 2:
+                    # The store's host (rank 0 or the launcher) ended while this rank was stuck: most likely it
+                    # waited for this rank. Nobody is left to wait for: end too, saying where this rank is.
+                    where = f", in:\n{stack}" if stack else ""
+                    self._end(
+                        f"while this rank (at {self.position()}) was not answering{where}\nthe job's store stopped "
+                        "answering: the rank or launcher that hosts it has ended, most likely after waiting for this "
+                        "rank",
+                        stalled_for,
+                    )
+                return  # the job is over: nothing left to watch
+            deadline = self.changed_at + self.timeout - time.monotonic()
+            wait = self.interval if deadline <= 0 else min(self.interval, deadline)
+            self._stop.wait(max(wait, 0.01))
+
+    def _end(self, reason: str, stalled_for: float) -> None:
+        message = (
+            f"rank {self.rank} of {self.world_size}: ending this process: the job has stalled for {stalled_for:.1f} s "
+            f"(timeout {self.timeout:g} s) {reason}.\nExpected every rank to reach the next collective within the "
+            "timeout. To fix: look at what the rank(s) named above were doing (their innermost frames are shown), or "
+            "raise dist_timeout if that work legitimately takes longer."
+        )
+        print(message, file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(1)  # the main thread is blocked in a collective; the interpreter's shutdown would take seconds

@@ -7,7 +7,8 @@ Usage: ``python -m torch.distributed.run --nproc_per_node 2 tests/trainer/dist_w
 * ``train``: several runs in one job (plain with evaluation and checkpoints, grad_accum=3, multi_auto_sync, a
   resume from the first checkpoint, LayerFreezing), counting DDP all-reduces with a communication hook; then the
   collectives of composer.utils.dist.
-* ``fault``: rank 1 raises at batch 3; ``hang``: rank 1 stops answering at batch 3 (dist_timeout=5).
+* ``fault``: rank 1 raises at batch 3; ``hang``: rank 1 stops answering at batch 3 (dist_timeout=5): the
+  Trainer's heartbeat ends both processes after dist_timeout, naming rank 1.
 
 The data and models are built here, and imported by the test for its references.
 """
