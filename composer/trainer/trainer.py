@@ -152,7 +152,9 @@ class Trainer:
             are read where training waits for the device anyway (epoch ends, checkpoints, the end of ``fit``),
             with no device sync per batch: a :class:`~composer.callbacks.nan_monitor.DeferredNaNMonitor` (pass
             ``callbacks=[NaNMonitor()]`` to stop at the bad batch itself, before its optimizer step, for one sync
-            per microbatch). False turns both off, for runs that handle non-finite values themselves.
+            per microbatch). With ``precision='amp'`` too: the grad scaler skips steps whose gradients overflow,
+            but a non-finite loss is the forward pass overflowing. False turns both off, for runs that handle
+            non-finite values themselves.
 
     Launched with ``torchrun`` (``WORLD_SIZE`` > 1), the Trainer trains on all processes together: batch sizes are per
     rank, the timer counts the samples and tokens of all ranks, each rank reads its share of the data, gradients are
