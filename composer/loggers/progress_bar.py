@@ -120,6 +120,8 @@ class ProgressBarLogger(LoggerDestination):
         self._time_fn = time_fn
         # Off a terminal: when the next progress line within an epoch is due (every printed line moves it on).
         self._next_line = float("inf")
+        self._loss_batch = -1  # the batch whose loss is in _latest (logged before the timer counts it)
+        self._line_waited = False
         self._display: BarDisplay | None = None
         self._latest: dict[str, Any] = {}
         # The training bar: its handle, first batch, epoch, and when it was last drawn.
@@ -194,7 +196,9 @@ class ProgressBarLogger(LoggerDestination):
         return total is None or self._epoch_batches + 1 >= total
 
     def log_metric(self, timestamp: Timestamp, log_level: LogLevel, data: dict[str, Any]) -> None:
-        del timestamp, log_level
+        del log_level
+        if _LOSS in data:
+            self._loss_batch = int(timestamp.batch)
         self._latest.update(data)
 
     def _metrics(self, label: str) -> list[str]:
@@ -243,8 +247,12 @@ class ProgressBarLogger(LoggerDestination):
         else:
             self._epoch_batches += 1
         if self._train_bar is None:
-            if self._time_fn() >= self._next_line and not self._at_epoch_end():
-                self._print(self._epoch_line(state))  # the epoch end prints its own line
+            if self._time_fn() >= self._next_line and not self._at_epoch_end():  # the epoch end prints its own line
+                # A line falling due after this batch's loss was declined waits one batch, for a loss of its own.
+                if self._loss_batch == state.timer.batch.value - 1 or self._line_waited:
+                    self._print(self._epoch_line(state))
+                else:
+                    self._line_waited = True
             return
         now = self._time_fn()
         if now >= self._next_draw:
@@ -353,6 +361,7 @@ class ProgressBarLogger(LoggerDestination):
     # ---- output ------------------------------------------------------------------------------------------------
 
     def _print(self, line: str) -> None:
+        self._line_waited = False
         if self.interval_seconds is not None:
             self._next_line = self._time_fn() + self.interval_seconds
         if self._display is not None:

@@ -142,6 +142,27 @@ def test_plain_lines_also_every_interval_seconds_within_an_epoch():
     assert lines == expected
 
 
+def test_an_interval_line_shows_the_loss_of_its_own_batch():
+    # The line falls due after batch 2's loss was declined (not due yet) but before its BATCH_END: it waits for
+    # batch 3, whose loss it shows, rather than show batch 0's.
+    from composer.core import State
+    from composer.core.logging.logger import Logger
+
+    now = [0.0]
+    state = State(model=torch.nn.Linear(1, 1), max_duration="10ba", steps_per_epoch=10)
+    stream = io.StringIO()
+    bar = ProgressBarLogger(stream=stream, interval_seconds=30, time_fn=lambda: now[0])
+    logger = Logger(state, [bar])
+    bar.epoch_start(state, logger)
+    for batch, (seconds_at_loss, seconds_at_end) in enumerate([(0, 1), (10, 11), (29, 31), (40, 42)]):
+        now[0] = seconds_at_loss
+        logger.metric_batch({"loss/train": float(batch)})
+        state.timer.on_batch_complete(4)
+        now[0] = seconds_at_end
+        bar.batch_end(state, logger)
+    assert stream.getvalue().splitlines() == ["Epoch 0: 4/10 batches, loss=3.0000, 00:42, ETA 01:03"]
+
+
 def test_interval_seconds_none_prints_only_at_epoch_ends():
     clock = FakeClock(step=100.0)
     stream = io.StringIO()
