@@ -34,14 +34,38 @@ def format_metrics(metrics: dict[str, float]) -> str:
     return "\n".join(f"{name}: {value:.4f}" for name, value in sorted(metrics.items()))
 
 
+def _final_metrics_recorder() -> Any:
+    """A callback that keeps each evaluator's latest metrics and the batch count they were computed at."""
+    from composer.core import Callback
+
+    class FinalMetrics(Callback):
+        def __init__(self) -> None:
+            self.latest: dict[str, tuple[int, dict[str, float]]] = {}
+
+        def eval_end(self, state: Any, logger: Any) -> None:
+            label = state.dataloader_label
+            metrics = {f"metrics/{label}/{n}": float(m.compute()) for n, m in state.eval_metrics[label].items()}
+            self.latest[label] = (int(state.timer.batch), metrics)
+
+    return FinalMetrics()
+
+
 def _run(args: argparse.Namespace) -> int:
     config = load_recipe(args.file, args.overrides)
     if args.print_config:
         print(to_yaml(config), end="")
         return 0
     with config.initialize_object() as trainer:
+        recorder = _final_metrics_recorder()
+        trainer.state.callbacks.append(recorder)
         trainer.fit()
-        metrics = trainer.eval() if trainer.state.evaluators else {}
+        # Evaluated at the end of fit already (the usual case): print those metrics instead of evaluating again.
+        labels = [evaluator.label for evaluator in trainer.state.evaluators]
+        final_batch = int(trainer.state.timer.batch)
+        if all(recorder.latest.get(label, (-1,))[0] == final_batch for label in labels):
+            metrics = {name: value for label in labels for name, value in recorder.latest[label][1].items()}
+        else:
+            metrics = trainer.eval()
     if metrics:
         print(format_metrics(metrics))
     return 0

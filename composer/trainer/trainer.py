@@ -108,8 +108,8 @@ class Trainer:
         deterministic_mode (bool): Use deterministic kernels only.
         loggers (Sequence[LoggerDestination], optional): Where logged values go (one: a list of one).
         callbacks (Sequence[Callback], optional): Observers of the loop, run after the loggers (one: a list of one).
-        progress_bar (bool): Show progress on standard error: bars on a terminal, one line per epoch and evaluation
-            elsewhere.
+        progress_bar (bool): Show progress on standard error: bars on a terminal; elsewhere (a job log) a line every
+            30 s and at each epoch end, and one line per evaluation.
         log_to_console (bool): Print epoch-level metrics to standard error.
         run_name (str, optional): The run's name, for ``{run_name}`` in ``save_folder``; default: generated from
             the time. Give the same one on every launch of a run that uses ``autoresume``.
@@ -316,6 +316,7 @@ class Trainer:
             algorithms=algorithms,
             callbacks=[*destinations, *callbacks, *([saver] if saver is not None else [])],
             device=self.device,
+            run_name=self.run_name,
         )
         self._check_finite = check_finite
         if check_finite and not any(isinstance(c, (NaNMonitor, DeferredNaNMonitor)) for c in self.state.callbacks):

@@ -181,3 +181,25 @@ def test_recipes_that_compose_train_in_either_order(tmp_path, capsys, order):
     recipe = tmp_path / "image.yaml"
     recipe.write_text(_IMAGE_RECIPE + f"algorithms: {{{algorithms}}}\n")
     assert main(["train", "-f", str(recipe)]) == 0, capsys.readouterr().err
+
+
+def test_train_evaluates_once_at_the_end_and_prints_those_metrics(tmp_path, capsys):
+    recipe = write_recipe(tmp_path)
+    assert (
+        main(["train", "-f", str(recipe), "max_duration=1ep", "progress_bar=true"]) == 0
+    )  # 4 batches, evaluated at the epoch's end
+    captured = capsys.readouterr()
+    eval_lines = [line for line in captured.err.splitlines() if line.startswith("Eval")]
+    assert len(eval_lines) == 1, captured.err
+    accuracy = float(captured.out.splitlines()[0].split(": ")[1])
+    assert f"Accuracy={accuracy:.4f}" in eval_lines[0]
+
+
+def test_train_evaluates_after_fit_when_fit_did_not_end_with_an_evaluation(tmp_path, capsys):
+    recipe = write_recipe(tmp_path)
+    assert (
+        main(["train", "-f", str(recipe), "max_duration=3ba", "progress_bar=true"]) == 0
+    )  # eval_interval 1ep: none during fit
+    captured = capsys.readouterr()
+    assert len([line for line in captured.err.splitlines() if line.startswith("Eval")]) == 1
+    assert captured.out.splitlines()[0].startswith("metrics/eval/Accuracy: ")

@@ -169,10 +169,6 @@ def test_an_existing_file_is_refused_after_the_placeholders_are_filled(tmp_path)
     assert (tmp_path / "demo" / "log.txt").read_text() == "an earlier run\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the Trainer to pass its run_name to State (State(..., run_name=self.run_name) in trainer.py)",
-)
 def test_a_trainers_file_logger_fills_in_its_run_name(tmp_path):
     train_24_batches(FileLogger(tmp_path / "out" / "{run_name}" / "log.txt"), run_name="digits-a")
     assert (tmp_path / "out" / "digits-a" / "log.txt").is_file()
