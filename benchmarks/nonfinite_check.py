@@ -27,6 +27,10 @@ so the timing cannot show what a GPU would pay, but the count can, and it must n
 
 Run:  .venv/bin/python benchmarks/nonfinite_check.py [--rounds 100] [--steps 100]
 Target: no host read per batch (one per epoch end or checkpoint); median ratio <= 1.02 on the tiny model.
+Measured on 2 shared, busy cores: 0 reads per batch (1 per 100-batch epoch); recording 1.33 us a batch; median ratio
+1.030 on the tiny model (+7.6 us a step; 10th-90th percentile 0.95-1.17) and 1.014 on the MLP (0.92-1.13), against
+1.004 for two identical Trainers (an A/A run of the same rounds): the end-to-end figure is within this machine's
+noise of the recording's cost, and the tiny model's target is not shown met here.
 """
 
 from __future__ import annotations
