@@ -208,19 +208,9 @@ def batch_of(name: str) -> int:
     return int(name.split("-ba")[1].split("-")[0])
 
 
-# (num_workers, batch, event): 10 different batches, mid-epoch and at its edges, mid-step and between steps.
-KILLS = [
-    (0, 2, "after_backward"),
-    (0, 4, "batch_start"),
-    (0, 7, "after_forward"),  # the first batch of epoch 1
-    (0, 10, "batch_end"),
-    (0, 13, "batch_start"),  # right after the save at 12, which ended epoch 1
-    (2, 3, "batch_end"),  # just before the save at 3
-    (2, 5, "after_backward"),
-    (2, 9, "after_dataloader"),
-    (2, 14, "after_backward"),
-    (2, 17, "batch_start"),
-]
+# (num_workers, batch, event). The suite runs two kills (this one and one inside a save); the soak,
+# `python scripts/kill_soak.py`, kills at random batches and events and at random wall-clock moments.
+KILLS = [(0, 10, "batch_end")]
 
 
 @pytest.mark.parametrize(("num_workers", "batch", "event"), KILLS)
@@ -241,7 +231,7 @@ def test_sigkill_at_a_batch_then_the_same_command_finishes_bitwise_equal(
         assert batch_of(resumed_from) == newest_before_kill and saved[0].name == resumed_from
 
 
-@pytest.mark.parametrize("moment", ["after_write", "after_fsync"])
+@pytest.mark.parametrize("moment", ["after_fsync"])
 def test_sigkill_inside_a_save_then_the_same_command_finishes_bitwise_equal(runner, tmp_path, tmp_path_factory, moment):
     expected = runner.baseline(tmp_path_factory, 0)
     # Killed while writing the checkpoint of batch 9: its complete temporary file is left behind, never renamed.
