@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import torch
@@ -38,7 +39,14 @@ __all__ = [
 ]
 
 
-def _loader(dataset: Dataset[Any], batch_size: int, train: bool, seed: int, num_workers: int) -> DataLoader[Any]:
+def _loader(
+    dataset: Dataset[Any],
+    batch_size: int,
+    train: bool,
+    seed: int,
+    num_workers: int,
+    collate_fn: Callable[[list[Any]], Any] | None = None,
+) -> DataLoader[Any]:
     """Training: shuffled by a seeded generator, last partial batch dropped; evaluation: in order, every sample."""
     return DataLoader(
         dataset,
@@ -47,7 +55,21 @@ def _loader(dataset: Dataset[Any], batch_size: int, train: bool, seed: int, num_
         drop_last=train and len(dataset) >= batch_size,  # type: ignore[arg-type]
         num_workers=num_workers,
         generator=torch.Generator().manual_seed(seed) if train else None,
+        collate_fn=collate_fn,
     )
+
+
+def _check_masking(config: PythonDocsHparams | TextFilesHparams) -> None:
+    if config.mlm_probability is not None and not 0.0 < config.mlm_probability < 1.0:
+        raise ValueError(
+            f"mlm_probability={config.mlm_probability!r} must be in (0, 1) (BERT uses 0.15), or null for a causal "
+            "language model."
+        )
+    if config.mask_token_id < 0:
+        raise ValueError(
+            f"mask_token_id={config.mask_token_id!r} must be a token id (0 or more): the model's "
+            "config.mask_token_id, or 256 for the byte vocabulary (then the model needs vocab_size: 257)."
+        )
 
 
 def _check_workers(num_workers: int) -> None:
@@ -320,28 +342,41 @@ class ImageFolderHparams(DatasetHparams):
 class PythonDocsHparams(DatasetHparams):
     """Built-in Python-documentation text, byte-level; no download (:mod:`composer.datasets.text`).
 
+    A masked language model (``model: {hugging_face: {task: masked_lm, ...}}``) needs ``mlm_probability``: the
+    batches are then masked by BERT's 80/10/10 rule and scored only where masked
+    (:class:`~composer.datasets.MaskingCollator`); without it the model sees its labels in its input and is refused.
+
     Args:
         seq_len: Bytes per sample. Default = 128.
         num_workers: DataLoader worker processes. Default = 0.
+        mlm_probability: Fraction of bytes masked for a masked language model (BERT: 0.15), or null for a causal
+            one. Default = None.
+        mask_token_id: The mask token: the model's ``mask_token_id``, or 256 (one past the bytes; the model then
+            needs ``vocab_size: 257``). Default = 256.
     """
 
     seq_len: int = 128
     num_workers: int = 0
+    mlm_probability: float | None = None
+    mask_token_id: int = 256
 
     sample_fields: ClassVar[tuple[str, ...]] = ("seq_len",)
+    label_fields: ClassVar[tuple[str, ...]] = ("mlm_probability", "mask_token_id")
 
     def validate(self) -> None:
-        """Checks the sequence length."""
+        """Checks the sequence length and the masking."""
         _check_workers(self.num_workers)
+        _check_masking(self)
         if self.seq_len < 1:
             raise ValueError(f"seq_len={self.seq_len!r} must be a positive number of bytes.")
 
     def initialize_object(self, batch_size: int, train: bool, seed: int = 0) -> DataSpec:
-        """Returns the loader of the ``train`` or ``validation`` split."""
-        from composer.datasets.text import ByteTextDataset, load_python_docs
+        """Returns the loader of the ``train`` or ``validation`` split (masked when ``mlm_probability`` is set)."""
+        from composer.datasets.text import ByteTextDataset, load_python_docs, masking_collator
 
         dataset = ByteTextDataset(load_python_docs("train" if train else "validation"), self.seq_len)
-        return DataSpec(_loader(dataset, batch_size, train, seed, self.num_workers))
+        collate_fn = masking_collator(self.mlm_probability, self.mask_token_id, train, seed)
+        return DataSpec(_loader(dataset, batch_size, train, seed, self.num_workers, collate_fn))
 
     def synthetic(self, num_samples: int = 16) -> DatasetHparams:
         """Random byte sequences of the same length."""
@@ -356,17 +391,25 @@ class TextFilesHparams(DatasetHparams):
         paths: The text files (give the validation files in ``eval_dataset``).
         seq_len: Bytes per sample. Default = 128.
         num_workers: DataLoader worker processes. Default = 0.
+        mlm_probability: Fraction of bytes masked for a masked language model (BERT: 0.15), or null for a causal
+            one. Default = None.
+        mask_token_id: The mask token: the model's ``mask_token_id``, or 256 (one past the bytes; the model then
+            needs ``vocab_size: 257``). Default = 256.
     """
 
     paths: list[str]
     seq_len: int = 128
     num_workers: int = 0
+    mlm_probability: float | None = None
+    mask_token_id: int = 256
 
     sample_fields: ClassVar[tuple[str, ...]] = ("seq_len",)
+    label_fields: ClassVar[tuple[str, ...]] = ("mlm_probability", "mask_token_id")
 
     def validate(self) -> None:
-        """Checks the sequence length and that files are named."""
+        """Checks the sequence length, the masking and that files are named."""
         _check_workers(self.num_workers)
+        _check_masking(self)
         if self.seq_len < 1 or not self.paths:
             raise ValueError(f"paths={self.paths!r} must name files and seq_len={self.seq_len!r} must be positive.")
 
@@ -381,7 +424,14 @@ class TextFilesHparams(DatasetHparams):
             raise FileNotFoundError(f"text files {missing} do not exist; paths must name readable text files.")
         paths = [Path(p).expanduser() for p in self.paths]
         loader = text_file_dataloader(
-            paths, self.seq_len, batch_size, shuffle=train, seed=seed, num_workers=self.num_workers
+            paths,
+            self.seq_len,
+            batch_size,
+            shuffle=train,
+            seed=seed,
+            num_workers=self.num_workers,
+            mlm_probability=self.mlm_probability,
+            mask_token_id=self.mask_token_id,
         )
         return DataSpec(loader)
 

@@ -10,6 +10,13 @@ from composer.datasets.cifar import CIFARDataset, cifar_dataloader, load_cifar
 from composer.datasets.digits import digits_dataloaders, digits_datasets
 from composer.datasets.image_dataset import ImageTensorDataset
 from composer.datasets.image_folder import image_folder_dataloader
+from composer.datasets.masking import (
+    BYTE_MASK_TOKEN_ID,
+    MASKED_BYTE_VOCAB_SIZE,
+    MaskingCollator,
+    mask_token_id_of,
+    mask_tokens,
+)
 from composer.datasets.normalization import Normalize, ToNormalizedTensor
 from composer.datasets.synthetic import SyntheticClassificationDataset, SyntheticTokenDataset
 from composer.datasets.text import (
@@ -23,5 +30,6 @@ from composer.datasets.text import (
 __all__ = ["SyntheticClassificationDataset", "SyntheticTokenDataset", "digits_dataloaders"]
 __all__ += ["ByteTextDataset", "byte_unigram_entropy", "load_python_docs", "python_docs_dataloaders"]
 __all__ += ["text_file_dataloader"]
+__all__ += ["BYTE_MASK_TOKEN_ID", "MASKED_BYTE_VOCAB_SIZE", "MaskingCollator", "mask_token_id_of", "mask_tokens"]
 __all__ += ["ImageTensorDataset", "ToNormalizedTensor"]
 __all__ += ["CIFARDataset", "Normalize", "cifar_dataloader", "digits_datasets", "image_folder_dataloader", "load_cifar"]

@@ -30,11 +30,14 @@ from pathlib import Path
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from composer.datasets.masking import BYTE_MASK_TOKEN_ID, MaskingCollator
+
 __all__ = [
     "PYTHON_DOCS_SHA256",
     "ByteTextDataset",
     "byte_unigram_entropy",
     "load_python_docs",
+    "masking_collator",
     "python_docs_dataloaders",
     "text_file_dataloader",
 ]
@@ -225,8 +228,38 @@ class ByteTextDataset(Dataset[dict[str, torch.Tensor]]):
         return {"input_ids": tokens, "labels": tokens.clone()}
 
 
+def masking_collator(
+    mlm_probability: float | None, mask_token_id: int, shuffle: bool, seed: int
+) -> MaskingCollator | None:
+    """The collate function of a byte-level loader: None for causal LM, else a :class:`MaskingCollator`.
+
+    A shuffled (training) loader masks from torch's random state, so each epoch masks anew; an evaluation loader
+    masks each batch from ``seed`` and its tokens, so every evaluation scores the same positions.
+
+    Args:
+        mlm_probability: None for causal language modelling, or the fraction of bytes to mask (BERT: 0.15).
+        mask_token_id: The mask token (the model's ``config.mask_token_id``, or :data:`BYTE_MASK_TOKEN_ID`).
+        shuffle: Whether the loader is a training loader.
+        seed: The seed of an evaluation loader's masks.
+
+    Example:
+        >>> masking_collator(None, BYTE_MASK_TOKEN_ID, shuffle=True, seed=0) is None
+        True
+        >>> masking_collator(0.15, BYTE_MASK_TOKEN_ID, shuffle=False, seed=0).seed
+        0
+    """
+    if mlm_probability is None:
+        return None
+    return MaskingCollator(mask_token_id, mlm_probability=mlm_probability, seed=None if shuffle else seed)
+
+
 def _loader(
-    dataset: ByteTextDataset, batch_size: int, shuffle: bool, seed: int, num_workers: int
+    dataset: ByteTextDataset,
+    batch_size: int,
+    shuffle: bool,
+    seed: int,
+    num_workers: int,
+    collate_fn: MaskingCollator | None = None,
 ) -> DataLoader[dict[str, torch.Tensor]]:
     _check_positive_int("batch_size", batch_size)
     if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
@@ -238,6 +271,7 @@ def _loader(
         drop_last=shuffle and len(dataset) >= batch_size,  # equal training batches; evaluation keeps every sample
         num_workers=num_workers,
         generator=torch.Generator().manual_seed(seed) if shuffle else None,
+        collate_fn=collate_fn,
     )
 
 
@@ -248,6 +282,8 @@ def python_docs_dataloaders(
     eval_batch_size: int | None = None,
     seed: int = 0,
     num_workers: int = 0,
+    mlm_probability: float | None = None,
+    mask_token_id: int = BYTE_MASK_TOKEN_ID,
 ) -> tuple[DataLoader[dict[str, torch.Tensor]], DataLoader[dict[str, torch.Tensor]]]:
     """Returns training and validation loaders over the built-in Python-documentation corpus, byte by byte.
 
@@ -257,13 +293,22 @@ def python_docs_dataloaders(
     the validation loader keeps its order and every sample. Evaluate at a longer ``eval_seq_len`` to measure length
     extrapolation (ALiBi).
 
+    For a masked language model (BERT) pass ``mlm_probability``: the batches are then masked by BERT's 80/10/10
+    rule (:func:`~composer.datasets.masking.mask_tokens`) and their labels are ``-100`` wherever nothing was
+    masked. The mask token is ``mask_token_id``: the model's ``config.mask_token_id`` where it has one
+    (:func:`~composer.datasets.masking.mask_token_id_of`), else :data:`~composer.datasets.masking.BYTE_MASK_TOKEN_ID`
+    (256, so such a model has ``vocab_size=257``).
+
     Args:
         seq_len: Training sequence length in bytes.
         batch_size: Training batch size.
         eval_seq_len: Validation sequence length; default ``seq_len``.
         eval_batch_size: Validation batch size; default ``batch_size``.
-        seed: Seed of the training order.
+        seed: Seed of the training order (and of the validation masks).
         num_workers: DataLoader worker processes.
+        mlm_probability: None for causal language modelling (labels equal to the inputs), or the fraction of bytes
+            to mask for a masked language model (BERT uses 0.15).
+        mask_token_id: The mask token, used with ``mlm_probability``.
 
     Example:
         >>> train_dl, eval_dl = python_docs_dataloaders(seq_len=64, batch_size=8)
@@ -272,15 +317,22 @@ def python_docs_dataloaders(
         (torch.Size([8, 64]), torch.int64)
         >>> len(train_dl.dataset) * 64 > 1_500_000
         True
+        >>> _, masked_dl = python_docs_dataloaders(seq_len=64, batch_size=8, mlm_probability=0.15)
+        >>> batch = next(iter(masked_dl))
+        >>> scored = batch["labels"] != -100
+        >>> 0.05 < scored.float().mean().item() < 0.3, bool((batch["input_ids"][scored] == 256).any())
+        (True, True)
     """
     _check_positive_int("seq_len", seq_len)
     eval_seq_len = seq_len if eval_seq_len is None else _check_positive_int("eval_seq_len", eval_seq_len)
     eval_batch_size = batch_size if eval_batch_size is None else eval_batch_size
     train_set = ByteTextDataset(load_python_docs("train"), seq_len)
     eval_set = ByteTextDataset(load_python_docs("validation"), eval_seq_len)
+    train_collate = masking_collator(mlm_probability, mask_token_id, shuffle=True, seed=seed)
+    eval_collate = masking_collator(mlm_probability, mask_token_id, shuffle=False, seed=seed)
     return (
-        _loader(train_set, batch_size, shuffle=True, seed=seed, num_workers=num_workers),
-        _loader(eval_set, eval_batch_size, shuffle=False, seed=seed, num_workers=num_workers),
+        _loader(train_set, batch_size, shuffle=True, seed=seed, num_workers=num_workers, collate_fn=train_collate),
+        _loader(eval_set, eval_batch_size, shuffle=False, seed=seed, num_workers=num_workers, collate_fn=eval_collate),
     )
 
 
@@ -291,6 +343,8 @@ def text_file_dataloader(
     shuffle: bool = True,
     seed: int = 0,
     num_workers: int = 0,
+    mlm_probability: float | None = None,
+    mask_token_id: int = BYTE_MASK_TOKEN_ID,
 ) -> DataLoader[dict[str, torch.Tensor]]:
     """Returns a byte-level language-modelling loader over your own text files.
 
@@ -303,8 +357,11 @@ def text_file_dataloader(
         seq_len: Bytes per sample.
         batch_size: Samples per batch.
         shuffle: Reshuffle every epoch (seeded with ``seed``) and drop the last partial batch.
-        seed: Seed of the order.
+        seed: Seed of the order (and, without ``shuffle``, of the masks).
         num_workers: DataLoader worker processes.
+        mlm_probability: None for causal language modelling, or the fraction of bytes to mask for a masked
+            language model, as in :func:`python_docs_dataloaders`.
+        mask_token_id: The mask token, used with ``mlm_probability``.
 
     Example:
         >>> import pathlib, tempfile
@@ -314,4 +371,5 @@ def text_file_dataloader(
         >>> next(iter(loader))["input_ids"].shape
         torch.Size([4, 16])
     """
-    return _loader(ByteTextDataset.from_files(paths, seq_len), batch_size, shuffle, seed, num_workers)
+    collate_fn = masking_collator(mlm_probability, mask_token_id, shuffle, seed)
+    return _loader(ByteTextDataset.from_files(paths, seq_len), batch_size, shuffle, seed, num_workers, collate_fn)

@@ -70,6 +70,32 @@ def _is_causal_lm(model: torch.nn.Module) -> bool | None:
     return None
 
 
+def _refuse_unmasked(model: torch.nn.Module, batch: Mapping[str, Any]) -> None:
+    """Raises when a masked LM gets labels equal to its inputs: it would learn to copy them (the identity)."""
+    input_ids, labels = batch.get("input_ids"), batch.get("labels")
+    if not isinstance(input_ids, torch.Tensor) or not isinstance(labels, torch.Tensor):
+        return
+    if input_ids.shape != labels.shape or not torch.equal(input_ids, labels):
+        return
+    config = getattr(model, "config", None)
+    mask_token_id = getattr(config, "mask_token_id", None)
+    vocab_size = getattr(config, "vocab_size", None)
+    mask_text = (
+        f"mask_token_id={mask_token_id}"
+        if mask_token_id is not None
+        else "mask_token_id=composer.datasets.BYTE_MASK_TOKEN_ID (256; the model's config has no mask_token_id)"
+    )
+    raise ValueError(
+        f"{type(model).__name__} is a masked language model, but the batch's labels equal its input_ids everywhere "
+        f"(shape {tuple(labels.shape)}): nothing is masked, so the model would learn to copy its input and its "
+        "token accuracy would measure nothing. Expected labels of -100 except at masked positions. To fix, mask "
+        f"the batches: python_docs_dataloaders(..., mlm_probability=0.15, {mask_text}) or text_file_dataloader(...) "
+        "with the same arguments; collate_fn=composer.datasets.MaskingCollator(mask_token_id, ...) for your own "
+        "DataLoader; in a recipe, set mlm_probability: 0.15 (and mask_token_id) in the python_docs or text_files "
+        f"dataset. The model's vocab_size ({vocab_size}) must include the mask token"
+    )
+
+
 class HuggingFaceModel(ComposerModel):
     """Wraps a Hugging Face ``transformers`` causal-LM or masked-LM model so the Trainer can train it.
 
@@ -79,6 +105,10 @@ class HuggingFaceModel(ComposerModel):
     ``-100``: ``CrossEntropy`` (nats per token), ``Perplexity``, ``TokenAccuracy``. For a causal model the logits at
     position ``t`` are scored against the label at ``t + 1``, as the model's own loss does; for a masked model,
     against the label at ``t``.
+
+    A masked model given a batch whose ``labels`` equal its ``input_ids`` everywhere is refused with a
+    :class:`ValueError`: nothing is masked, so it would learn to copy its input. Mask the batches with
+    :class:`~composer.datasets.MaskingCollator` or the ``mlm_probability`` argument of the text loaders.
 
     Args:
         model: A ``transformers`` model with a language-modelling head (``GPT2LMHeadModel``, ``BertForMaskedLM``,
@@ -133,6 +163,8 @@ class HuggingFaceModel(ComposerModel):
                 f"HuggingFaceModel expects each batch to be a dict of model inputs such as {{'input_ids': ..., "
                 f"'labels': ...}}, got a {type(batch).__name__}. Use a transformers data collator or a dataset of dicts."
             )
+        if not self.shift_labels:
+            _refuse_unmasked(self.model, batch)
         return self.model(**batch)
 
     def loss(self, outputs: Any, batch: Batch, *args: Any, **kwargs: Any) -> torch.Tensor:
