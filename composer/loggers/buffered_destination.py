@@ -24,6 +24,13 @@ class BufferedDestination(LoggerDestination):
     pending. Subclasses implement :meth:`write` and usually ``init`` (open the file or run) and ``close`` (call
     :meth:`flush`, then release what ``init`` opened).
 
+    Resuming: saving a checkpoint calls :meth:`state_dict`, which writes every pending record first, so the output
+    holds everything logged before the checkpoint, and saves :meth:`resume_state` (what the subclass needs to find
+    that point again: how many lines it had written, say). When the Trainer resumes from that checkpoint (autoresume,
+    or ``load_path`` with the whole state), :meth:`load_state_dict` keeps it in :attr:`resumed_from`, before
+    ``Event.FIT_START``; the subclass then continues the same output and drops what the interrupted run logged after
+    the checkpoint (it is logged again). A checkpoint saved without this destination resumes nothing, silently.
+
     Args:
         log_level (LogLevel | str): The most verbose level written.
         log_interval (str | Time | int): Write BATCH values every this many batches (``'10ba'``), or only EPOCH
@@ -39,6 +46,22 @@ class BufferedDestination(LoggerDestination):
     ) -> None:
         self._interval = LogInterval(log_level, log_interval)
         self._buffer = RecordBuffer(flush_interval)
+        self.resumed_from: dict[str, Any] | None = None
+
+    checkpoint_state_optional = True  # a checkpoint saved without this destination: start fresh, without a warning
+
+    def resume_state(self) -> dict[str, Any]:
+        """What a resumed run needs to continue the output from the checkpoint being saved (plain Python values)."""
+        return {}
+
+    def state_dict(self) -> dict[str, Any]:
+        """Writes every pending record (the checkpoint covers them), then returns :meth:`resume_state`."""
+        self.flush()
+        return self.resume_state()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Marks this destination as resuming from a checkpoint that saved ``state`` (kept in :attr:`resumed_from`)."""
+        self.resumed_from = dict(state)
 
     @property
     def log_level(self) -> LogLevel:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import IO, Any
 
@@ -13,6 +15,7 @@ from composer.core.logging.logger import Logger, LogLevel
 from composer.core.state import State
 from composer.core.time import Time
 from composer.loggers.buffered_destination import BufferedDestination
+from composer.loggers.file_logger import rewrite_atomically
 from composer.loggers.log_path import check_writable
 from composer.loggers.record_buffer import Record
 
@@ -28,13 +31,21 @@ class CSVLogger(BufferedDestination):
     come. Pivot it for one column per name: ``pandas.read_csv(path).pivot_table(index="batch", columns="name",
     values="value")``. Numbers are written as numbers, strings as they are, anything else as JSON.
 
+    The file is created at the first write, so a Trainer whose construction fails leaves nothing that blocks a rerun.
+    A fresh run refuses an existing file (at ``Event.FIT_START``, or at the first write when nothing is trained),
+    unless ``overwrite``. A run that resumes from a checkpoint (``autoresume``, or ``load_path`` with the whole
+    state) continues the same file, whatever ``overwrite`` says: it keeps the rows written before the checkpoint
+    (every checkpoint writes the pending rows first), drops those the interrupted run wrote after it (they are
+    written again), and appends; the file is rewritten through a temporary file and a rename.
+
     Args:
         filename (str | PathLike): The file; missing folders are created.
         log_level (LogLevel | str): The most verbose level written (default: BATCH).
         log_interval (str | Time | int): Write BATCH values every this many batches, or EPOCH values every this many
             epochs (``'1ep'``).
         flush_interval (int): Write after this many records are pending.
-        overwrite (bool): Replace an existing file (default: refuse).
+        overwrite (bool): Replace an existing file in a fresh run (default: refuse). A resumed run always continues
+            its file.
 
     Example:
         >>> import csv, pathlib, tempfile
@@ -59,31 +70,65 @@ class CSVLogger(BufferedDestination):
     ) -> None:
         super().__init__(log_level, log_interval, flush_interval)
         self.filename = check_writable(filename, "filename", is_dir=False)
-        if self.filename.exists() and not overwrite:
-            raise ValueError(
-                f"filename={str(filename)!r} already exists; pass overwrite=True to replace it, or choose a new name."
-            )
         self.overwrite = overwrite
         self._file: IO[str] | None = None
         self._writer: Any = None
+        self._state: State | None = None  # between INIT and close: rows are written (the file opened at the first)
+        self._mode: str | None = None  # how the file is opened, once fresh-or-resumed is settled: "w", "x" or "a"
+        self._rows = 0  # data rows of this run's record in the file (what a checkpoint saves)
 
     def init(self, state: State, logger: Logger) -> None:
-        del state, logger
-        if self._file is not None:
-            return
-        Path(self.filename).parent.mkdir(parents=True, exist_ok=True)
+        del logger
+        if self._state is None:
+            Path(self.filename).parent.mkdir(parents=True, exist_ok=True)
+            self._state = state
+
+    def fit_start(self, state: State, logger: Logger) -> None:
+        del logger
+        if self._state is not None and self._mode is None:
+            self._settle(state)
+
+    def _settle(self, state: State) -> None:
+        """Decides, once the checkpoint (if any) is loaded, whether this run starts the file or continues it."""
+        if self.resumed_from is not None or int(state.timer.batch) > 0:
+            self._rows = _keep_rows(self.filename, self.resumed_from)
+            self._mode = "a"
+        elif self.filename.exists() and not self.overwrite:
+            raise ValueError(
+                f"filename={str(self.filename)!r} already exists and this run starts fresh (no checkpoint was "
+                "loaded); pass overwrite=True to replace it, choose a new name, or resume the run that wrote it "
+                "(autoresume=True with its save_folder and run_name)."
+            )
+        else:
+            self._mode = "w" if self.overwrite else "x"
+
+    def resume_state(self) -> dict[str, Any]:
+        return {"rows": self._rows}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self._rows = int(state.get("rows", 0))  # until the file is settled at FIT_START (what it really holds)
+
+    def _open(self, state: State) -> None:
+        if self._mode is None:
+            self._settle(state)
+        assert self._mode is not None
+        new = self._mode != "a" or not self.filename.exists() or self.filename.stat().st_size == 0
         try:
-            self._file = open(self.filename, "w" if self.overwrite else "x", encoding="utf-8", newline="")  # noqa: SIM115
+            self._file = open(self.filename, self._mode, encoding="utf-8", newline="")  # noqa: SIM115
         except OSError as error:
             raise ValueError(
                 f"filename={str(self.filename)!r} cannot be opened for writing ({error}); choose another path."
             ) from error
         self._writer = csv.writer(self._file)
-        self._writer.writerow(COLUMNS)
+        if new:
+            self._writer.writerow(COLUMNS)
 
     def write(self, records: list[Record]) -> None:
+        if self._state is None:
+            return  # logged before INIT or after close: nowhere to write
         if self._writer is None:
-            return
+            self._open(self._state)
         rows = []
         for record in records:
             t = record.timestamp
@@ -94,6 +139,7 @@ class CSVLogger(BufferedDestination):
                     value = json.dumps(value)
                 rows.append((*prefix, level, name, value))
         self._writer.writerows(rows)
+        self._rows += len(rows)
 
     def flush(self) -> None:
         super().flush()
@@ -102,9 +148,40 @@ class CSVLogger(BufferedDestination):
 
     def close(self, state: State, logger: Logger) -> None:
         super().close(state, logger)
+        self._state = self._mode = None
         if self._file is not None:
             self._file.close()
             self._file = self._writer = None
+
+
+def _keep_rows(path: Path, resumed_from: dict[str, Any] | None) -> int:
+    """Keeps the header and the first ``resumed_from['rows']`` rows of ``path`` (all without a count), atomically.
+
+    Returns how many data rows the file holds now (0 without a file); fewer than the checkpoint counted are kept as
+    they are, with a warning.
+    """
+    wanted = None if resumed_from is None else resumed_from.get("rows")
+    found = 0
+    if path.exists():
+        with open(path, encoding="utf-8", newline="") as file:
+            text = file.read()
+        rows = list(csv.reader(io.StringIO(text)))
+        data = rows[1:] if rows and tuple(rows[0]) == COLUMNS else rows
+        complete = [row for row in data if len(row) == len(COLUMNS)]  # a row the interruption cut short is dropped
+        found = len(complete) if wanted is None else min(wanted, len(complete))
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(COLUMNS)
+        writer.writerows(complete[:found])
+        if out.getvalue() != text:
+            rewrite_atomically(path, out.getvalue())
+    if wanted is not None and found < wanted:
+        warnings.warn(
+            f"filename={str(path)!r} holds {found} rows, but the checkpoint this run resumes from was saved after "
+            f"{wanted}; the missing ones are not written again. The run continues the file from here.",
+            stacklevel=3,
+        )
+    return found
 
 
 @hparams

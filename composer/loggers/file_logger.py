@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import IO, Any
 
@@ -34,12 +35,17 @@ class FileLogger(BufferedDestination):
     The file name may hold the fields ``save_folder`` takes, filled in at ``Event.INIT`` in the same way:
     ``FileLogger("out/{run_name}/log.txt")`` writes ``out/<the Trainer's run_name>/log.txt``, and ``{rank}`` is the
     process's rank (see :func:`~composer.loggers.log_path.format_log_path`); :attr:`filename` is the filled-in path
-    from then on. The folder is checked when the logger is built and again at ``Event.INIT`` (an existing file is
-    refused there too, unless ``overwrite``), so a path that cannot be written fails before training starts. The file itself is
-    created at the first write: a Trainer whose construction fails before anything is logged (a corrupt
-    ``load_path``, say) leaves no file behind, and re-running the same script fails the same way, not on a log file
-    left over. Lines are written in batches (see :class:`BufferedDestination`) and flushed to disk at every epoch and
-    evaluation end.
+    from then on. The folder is checked when the logger is built and again at ``Event.INIT``, so a path that cannot
+    be written fails before training starts. The file itself is created at the first write: a Trainer whose
+    construction fails before anything is logged (a corrupt ``load_path``, say) leaves no file behind, and re-running
+    the same script fails the same way, not on a log file left over. Lines are written in batches (see
+    :class:`BufferedDestination`) and flushed to disk at every epoch and evaluation end, and at every checkpoint.
+
+    A fresh run refuses an existing file (at ``Event.FIT_START``, or at the first write when nothing is trained),
+    unless ``overwrite``. A run that resumes from a checkpoint (``autoresume``, or ``load_path`` with the whole
+    state) continues the same file instead, whatever ``overwrite`` says: it keeps the lines written before the
+    checkpoint, drops those the interrupted run wrote after it (they are written again), and appends. The file is
+    rewritten through a temporary file and a rename, so a second interruption leaves either file whole.
 
     Args:
         filename (str | PathLike): The file, with ``{run_name}``, ``{rank}``, ... filled in as in ``save_folder``;
@@ -52,7 +58,8 @@ class FileLogger(BufferedDestination):
             10, 20, ...), or only EPOCH values, every this many epochs (``'1ep'``). FIT and EPOCH values (the
             evaluation metrics) are always written with a batch interval.
         flush_interval (int): Write after this many records are pending.
-        overwrite (bool): Replace an existing file (default: refuse, so that an earlier run's log is not lost).
+        overwrite (bool): Replace an existing file in a fresh run (default: refuse, so that an earlier run's log is
+            not lost). A resumed run always continues its file.
 
     Example:
         >>> import json, pathlib, tempfile
@@ -87,14 +94,13 @@ class FileLogger(BufferedDestination):
                 f"format={format!r} is not supported; expected one of {list(_FORMATS)} ('json' means 'jsonl'), or None "
                 "to choose from the file's suffix."
             )
-        if self.filename.exists() and not overwrite and not has_placeholders(filename):
-            raise ValueError(
-                f"filename={str(filename)!r} already exists; pass overwrite=True to replace it, or choose a new name."
-            )
         self.format = format
         self.overwrite = overwrite
         self._file: IO[str] | None = None
         self._started = False  # between INIT and close: records are written (the file is opened at the first)
+        self._state: State | None = None
+        self._mode: str | None = None  # how the file is opened, once fresh-or-resumed is settled: "w", "x" or "a"
+        self._lines = 0  # lines of this run's record in the file (what a checkpoint saves)
 
     def init(self, state: State, logger: Logger) -> None:
         del logger
@@ -103,16 +109,41 @@ class FileLogger(BufferedDestination):
         if has_placeholders(self._pattern):
             self.filename = check_writable(format_log_path(self._pattern, state, "filename"), "filename", is_dir=False)
         Path(self.filename).parent.mkdir(parents=True, exist_ok=True)
-        if self.filename.exists() and not self.overwrite:
-            raise ValueError(
-                f"filename={str(self.filename)!r} already exists; pass overwrite=True to replace it, or choose a new "
-                "name."
-            )
+        self._state = state
         self._started = True
 
+    def fit_start(self, state: State, logger: Logger) -> None:
+        del logger
+        if self._started and self._mode is None:
+            self._settle(state)
+
+    def _settle(self, state: State | None) -> None:
+        """Decides, once the checkpoint (if any) is loaded, whether this run starts the file or continues it."""
+        if self.resumed_from is not None or (state is not None and int(state.timer.batch) > 0):
+            self._lines = keep_lines(self.filename, self.resumed_from, "filename")
+            self._mode = "a"
+        elif self.filename.exists() and not self.overwrite:
+            raise ValueError(
+                f"filename={str(self.filename)!r} already exists and this run starts fresh (no checkpoint was "
+                "loaded); pass overwrite=True to replace it, choose a new name, or resume the run that wrote it "
+                "(autoresume=True with its save_folder and run_name)."
+            )
+        else:
+            self._mode = "w" if self.overwrite else "x"
+
+    def resume_state(self) -> dict[str, Any]:
+        return {"lines": self._lines}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self._lines = int(state.get("lines", 0))  # until the file is settled at FIT_START (what it really holds)
+
     def _open(self) -> IO[str]:
+        if self._mode is None:
+            self._settle(self._state)
+        assert self._mode is not None
         try:
-            return open(self.filename, "w" if self.overwrite else "x", encoding="utf-8")
+            return open(self.filename, self._mode, encoding="utf-8", newline="")
         except OSError as error:
             raise ValueError(
                 f"filename={str(self.filename)!r} cannot be opened for writing ({error}); choose another path."
@@ -127,7 +158,9 @@ class FileLogger(BufferedDestination):
             lines = [format_record(r.timestamp, r.log_level, r.data) for r in records]
         else:
             lines = [json.dumps(_json_record(r)) for r in records]
-        self._file.write("\n".join(lines) + "\n")
+        text = "\n".join(lines) + "\n"
+        self._file.write(text)
+        self._lines += text.count("\n")
 
     def flush(self) -> None:
         super().flush()
@@ -137,9 +170,46 @@ class FileLogger(BufferedDestination):
     def close(self, state: State, logger: Logger) -> None:
         super().close(state, logger)
         self._started = False
+        self._mode = None
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+def keep_lines(path: Path, resumed_from: dict[str, Any] | None, argument: str) -> int:
+    """Keeps the first ``resumed_from['lines']`` lines of ``path`` (all without a count), rewritten atomically.
+
+    Returns how many lines the file holds now (0 without a file). Fewer lines than the checkpoint counted (a file
+    removed or cut short in between) are kept as they are, with a warning: the records logged before the checkpoint
+    that are missing are not logged again.
+    """
+    wanted = None if resumed_from is None else resumed_from.get("lines")
+    found = 0
+    if path.exists():
+        with open(path, encoding="utf-8", newline="") as file:
+            text = file.read()
+        lines = text.split("\n")  # the last part follows the final newline: '' or a line the interruption cut short
+        found = len(lines) - 1 if wanted is None else min(wanted, len(lines) - 1)
+        kept = "".join(line + "\n" for line in lines[:found])
+        if kept != text:
+            rewrite_atomically(path, kept)
+    if wanted is not None and found < wanted:
+        warnings.warn(
+            f"{argument}={str(path)!r} holds {found} lines, but the checkpoint this run resumes from was saved after "
+            f"{wanted}; the missing ones are not written again. The run continues the file from here.",
+            stacklevel=3,
+        )
+    return found
+
+
+def rewrite_atomically(path: Path, text: str) -> None:
+    """Replaces ``path``'s content with ``text`` through a temporary file in the same folder and a rename."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(temporary, "w", encoding="utf-8", newline="") as file:
+        file.write(text)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
 
 
 def _json_record(record: Record) -> dict[str, Any]:

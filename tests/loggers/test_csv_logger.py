@@ -36,7 +36,49 @@ def test_epoch_level_csv_has_no_batch_rows(run_training, tmp_path):
 def test_hparams_and_bad_paths(tmp_path):
     assert isinstance(CSVLoggerHparams(filename=str(tmp_path / "m.csv")).initialize_object(), CSVLogger)
     (tmp_path / "taken.csv").write_text("")
-    with pytest.raises(ValueError, match="already exists"):
-        CSVLogger(tmp_path / "taken.csv")
+    CSVLogger(tmp_path / "taken.csv")  # an existing file is refused when a fresh run starts, not here
     with pytest.raises(ValueError, match="cannot be written"):
         CSVLogger(tmp_path / "taken.csv" / "m.csv")
+
+
+def _train_two_batches(destination, **kwargs):
+    import torch
+
+    from composer import Trainer
+    from tests.common import SimpleModel, make_dataloader
+
+    torch.manual_seed(0)
+    model = SimpleModel()
+    trainer = Trainer(
+        model=model,
+        train_dataloader=make_dataloader(num_samples=8),
+        max_duration="2ba",
+        loggers=[destination],
+        progress_bar=False,
+        seed=0,
+        **kwargs,
+    )
+    trainer.fit()
+    trainer.close()
+
+
+def test_a_fresh_run_refuses_an_existing_file_at_fit_start_and_leaves_it_as_it_was(tmp_path):
+    path = tmp_path / "metrics.csv"
+    path.write_text("an earlier run\n")
+    destination = CSVLogger(path)  # building it cannot know yet whether the run resumes
+    with pytest.raises(ValueError, match=r"metrics.csv' already exists and this run starts fresh .*overwrite=True"):
+        _train_two_batches(destination)
+    assert path.read_text() == "an earlier run\n"
+    _train_two_batches(CSVLogger(path, overwrite=True))
+    with path.open(newline="") as file:
+        assert [row["batch"] for row in csv.DictReader(file) if row["name"] == "loss/train"] == ["0", "1"]
+
+
+def test_a_trainer_that_fails_to_build_leaves_no_file_behind(tmp_path):
+    path = tmp_path / "runs" / "metrics.csv"
+    (tmp_path / "corrupt.pt").write_bytes(b"not a checkpoint")
+    for _ in range(2):  # the same script again fails the same way, not on a file left over
+        with pytest.raises(Exception, match="corrupt.pt") as error:
+            _train_two_batches(CSVLogger(path), load_path=str(tmp_path / "corrupt.pt"))
+        assert "already exists" not in str(error.value)
+        assert not path.exists()

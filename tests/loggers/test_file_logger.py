@@ -44,12 +44,14 @@ def test_log_interval_keeps_every_second_batch(run_training, tmp_path):
     assert steps == [0, 2, 4]
 
 
-def test_refuses_an_existing_file_unless_told_to_overwrite(tmp_path):
-    path = tmp_path / "log.txt"
+def test_a_fresh_run_refuses_an_existing_file_unless_told_to_overwrite(tmp_path):
+    path = tmp_path / "log.jsonl"
     path.write_text("an earlier run\n")
-    with pytest.raises(ValueError, match="already exists; pass overwrite=True"):
-        FileLogger(path)
-    FileLogger(path, overwrite=True)
+    with pytest.raises(ValueError, match="already exists and this run starts fresh .*pass overwrite=True"):
+        train_24_batches(FileLogger(path))  # at FIT_START: building the logger cannot know whether the run resumes
+    assert path.read_text() == "an earlier run\n"
+    train_24_batches(FileLogger(path, overwrite=True, log_interval="1ba"))
+    assert "an earlier run" not in path.read_text()
 
 
 def test_an_unwritable_folder_fails_when_built(tmp_path):
@@ -164,7 +166,7 @@ def test_an_existing_file_is_refused_after_the_placeholders_are_filled(tmp_path)
     (tmp_path / "demo").mkdir()
     (tmp_path / "demo" / "log.txt").write_text("an earlier run\n")
     state = State(model=torch.nn.Linear(2, 2), max_duration="1ep", steps_per_epoch=2, run_name="demo")
-    with pytest.raises(ValueError, match=r"filename='.*demo/log.txt' already exists; pass overwrite=True"):
+    with pytest.raises(ValueError, match=r"filename='.*demo/log.txt' already exists and this run starts fresh"):
         _log_one_epoch(state, FileLogger(tmp_path / "{run_name}" / "log.txt"))
     assert (tmp_path / "demo" / "log.txt").read_text() == "an earlier run\n"
 
