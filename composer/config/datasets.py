@@ -59,7 +59,23 @@ def _loader(
     )
 
 
-def _check_masking(config: PythonDocsHparams | TextFilesHparams) -> None:
+def _masking(
+    config: PythonDocsHparams | TextFilesHparams | SyntheticTokensHparams, vocab_size: int, train: bool, seed: int
+) -> Callable[[list[Any]], Any] | None:
+    """The collate function: None for a causal model, a MaskingCollator when ``mlm_probability`` is set."""
+    if config.mlm_probability is None:
+        return None
+    from composer.datasets.masking import MaskingCollator
+
+    return MaskingCollator(
+        config.mask_token_id,
+        vocab_size=vocab_size,
+        mlm_probability=config.mlm_probability,
+        seed=None if train else seed,
+    )
+
+
+def _check_masking(config: PythonDocsHparams | TextFilesHparams | SyntheticTokensHparams) -> None:
     if config.mlm_probability is not None and not 0.0 < config.mlm_probability < 1.0:
         raise ValueError(
             f"mlm_probability={config.mlm_probability!r} must be in (0, 1) (BERT uses 0.15), or null for a causal "
@@ -165,6 +181,9 @@ class SyntheticTokensHparams(DatasetHparams):
         vocab_size: Vocabulary size, including the padding token 0. Default = 256.
         data_seed: Seed of the data (the evaluation split uses ``data_seed + 1``). Default = 0.
         num_workers: DataLoader worker processes. Default = 0.
+        mlm_probability: Fraction of tokens masked for a masked language model, or null. Padding is never
+            masked. Default = None.
+        mask_token_id: The mask token, used with ``mlm_probability``. Default = 256.
     """
 
     num_samples: int = 256
@@ -172,13 +191,16 @@ class SyntheticTokensHparams(DatasetHparams):
     vocab_size: int = 256
     data_seed: int = 0
     num_workers: int = 0
+    mlm_probability: float | None = None
+    mask_token_id: int = 256
 
     sample_fields: ClassVar[tuple[str, ...]] = ("seq_len", "vocab_size")
     label_fields: ClassVar[tuple[str, ...]] = ("vocab_size",)
 
     def validate(self) -> None:
-        """Checks the sizes."""
+        """Checks the sizes and the masking."""
         _check_workers(self.num_workers)
+        _check_masking(self)
         if self.num_samples < 1 or self.seq_len < 1 or self.vocab_size < 2:
             raise ValueError(
                 f"num_samples={self.num_samples!r} and seq_len={self.seq_len!r} must be positive and "
@@ -191,7 +213,8 @@ class SyntheticTokensHparams(DatasetHparams):
 
         data_seed = self.data_seed if train else self.data_seed + 1
         dataset = SyntheticTokenDataset(self.num_samples, self.seq_len, self.vocab_size, seed=data_seed)
-        return DataSpec(_loader(dataset, batch_size, train, seed, self.num_workers))
+        collate_fn = _masking(self, self.vocab_size, train, seed)
+        return DataSpec(_loader(dataset, batch_size, train, seed, self.num_workers, collate_fn))
 
     def synthetic(self, num_samples: int = 16) -> DatasetHparams:
         """This dataset with ``num_samples`` samples."""
@@ -372,15 +395,21 @@ class PythonDocsHparams(DatasetHparams):
 
     def initialize_object(self, batch_size: int, train: bool, seed: int = 0) -> DataSpec:
         """Returns the loader of the ``train`` or ``validation`` split (masked when ``mlm_probability`` is set)."""
-        from composer.datasets.text import ByteTextDataset, load_python_docs, masking_collator
+        from composer.datasets.text import ByteTextDataset, load_python_docs
 
         dataset = ByteTextDataset(load_python_docs("train" if train else "validation"), self.seq_len)
-        collate_fn = masking_collator(self.mlm_probability, self.mask_token_id, train, seed)
+        collate_fn = _masking(self, 256, train, seed)
         return DataSpec(_loader(dataset, batch_size, train, seed, self.num_workers, collate_fn))
 
     def synthetic(self, num_samples: int = 16) -> DatasetHparams:
-        """Random byte sequences of the same length."""
-        return SyntheticTokensHparams(num_samples=num_samples, seq_len=self.seq_len, vocab_size=256)
+        """Random byte sequences of the same length (masked the same way)."""
+        return SyntheticTokensHparams(
+            num_samples=num_samples,
+            seq_len=self.seq_len,
+            vocab_size=256,
+            mlm_probability=self.mlm_probability,
+            mask_token_id=self.mask_token_id,
+        )
 
 
 @hparams
@@ -436,5 +465,11 @@ class TextFilesHparams(DatasetHparams):
         return DataSpec(loader)
 
     def synthetic(self, num_samples: int = 16) -> DatasetHparams:
-        """Random byte sequences of the same length."""
-        return SyntheticTokensHparams(num_samples=num_samples, seq_len=self.seq_len, vocab_size=256)
+        """Random byte sequences of the same length (masked the same way)."""
+        return SyntheticTokensHparams(
+            num_samples=num_samples,
+            seq_len=self.seq_len,
+            vocab_size=256,
+            mlm_probability=self.mlm_probability,
+            mask_token_id=self.mask_token_id,
+        )

@@ -120,3 +120,27 @@ def test_recipe_masks_with_mlm_probability_and_refuses_without():
         _recipe({"seq_len": SEQ_LEN}).initialize_object()
     with pytest.raises(ConfigError, match=r"mlm_probability=1.5 must be in \(0, 1\)"):
         _recipe({"seq_len": SEQ_LEN, "mlm_probability": 1.5}).initialize_object()
+
+
+def test_padded_unmasked_batches_are_refused_and_small_masked_ones_are_not():
+    model = tiny_bert()
+    ids = torch.randint(1, 256, (2, 16), generator=torch.Generator().manual_seed(0))
+    attention_mask = torch.ones_like(ids)
+    attention_mask[1, 10:] = 0
+    labels = ids.masked_fill(attention_mask == 0, -100)  # padding is not scored, every other token is its input
+    with pytest.raises(ValueError, match="labels equal its input_ids wherever scored"):
+        model({"input_ids": ids, "attention_mask": attention_mask, "labels": labels})
+    kept = torch.full_like(ids, -100)
+    kept[0, 3] = ids[0, 3]  # one chosen token that the 80/10/10 rule left unchanged: a masked batch all the same
+    model({"input_ids": ids, "attention_mask": attention_mask, "labels": kept})
+
+
+def test_synthetic_stand_in_of_a_masked_recipe_is_masked():
+    recipe = _recipe({"seq_len": SEQ_LEN, "mlm_probability": 0.15})
+    stand_in = recipe.train_dataset.synthetic(num_samples=32)
+    assert stand_in.mlm_probability == 0.15  # type: ignore[attr-defined]
+    batch = next(iter(stand_in.initialize_object(batch_size=32, train=True).dataloader))
+    chosen = batch["labels"] != -100
+    assert bool(chosen.any()) and not bool((chosen & (batch["attention_mask"] == 0)).any())
+    model = tiny_bert()
+    model(batch)  # masked: accepted
