@@ -34,6 +34,12 @@ class TensorboardLogger(BufferedDestination):
     live with ``tensorboard --logdir <log_dir>``. Needs the ``loggers`` extra (``pip install
     'opencomposer[loggers]'``); without it, building the logger raises an ImportError that says so.
 
+    A run that resumes from a checkpoint (``autoresume``, or ``load_path`` with the whole state) writes a new event
+    file in the same ``log_dir`` with TensorBoard's ``purge_step``: readers drop what the interrupted run wrote from
+    the last step it had written when the checkpoint was saved (every checkpoint writes the pending values first).
+    The values of that step written before the checkpoint are saved in it and written again, so each step holds
+    what an uninterrupted run's does. Images are not saved that way: those of that step are dropped.
+
     Args:
         log_dir (str | PathLike, optional): The run's folder; default ``runs/<date>_<host>`` (TensorBoard's own
             default). Checked when the logger is built.
@@ -71,21 +77,52 @@ class TensorboardLogger(BufferedDestination):
             log_dir = os.path.join("runs", f"{datetime.now():%Y%m%d-%H%M%S}_{socket.gethostname()}")
         self.log_dir = check_writable(log_dir, "log_dir", is_dir=True)
         self._writer: Any = None
+        self._started = False  # between INIT and close (the writer is opened at FIT_START or the first write)
+        self._step: int | None = None  # the last step written, and what was written at it (saved in checkpoints)
+        self._at_step: list[dict[str, Any]] = []
 
     def init(self, state: State, logger: Logger) -> None:
         del state, logger
-        if self._writer is None:
+        self._started = True
+
+    def fit_start(self, state: State, logger: Logger) -> None:
+        del state, logger
+        self._open()
+
+    def _open(self) -> Any:
+        """The writer, opened once the checkpoint (if any) is loaded: purging what came after it when resuming."""
+        if self._writer is None and self._started:
             from torch.utils.tensorboard import SummaryWriter
 
-            self._writer = SummaryWriter(log_dir=str(self.log_dir))
+            resumed = self.resumed_from
+            purge_step = None if resumed is None else int(resumed.get("step") or 0)
+            self._writer = SummaryWriter(log_dir=str(self.log_dir), purge_step=purge_step)
+            self._step, self._at_step = None, []
+            if resumed is not None and resumed.get("step") is not None:
+                self._write_values(self._writer, int(resumed["step"]), resumed.get("at_step", []))
+        return self._writer
+
+    def resume_state(self) -> dict[str, Any]:
+        return {"step": self._step, "at_step": list(self._at_step)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self._step = state.get("step")
+        self._at_step = list(state.get("at_step", []))
 
     def write(self, records: list[Record]) -> None:
-        writer = self._writer
+        writer = self._open()
         if writer is None:
             return
         for record in records:
-            step = int(record.timestamp.batch)
-            for name, value in record.data.items():
+            self._write_values(writer, int(record.timestamp.batch), [record.data])
+
+    def _write_values(self, writer: Any, step: int, values: list[dict[str, Any]]) -> None:
+        if step != self._step:
+            self._step, self._at_step = step, []
+        for data in values:
+            self._at_step.append(data)
+            for name, value in data.items():
                 if is_number(value):
                     writer.add_scalar(name, value, global_step=step)
                 else:
@@ -96,13 +133,14 @@ class TensorboardLogger(BufferedDestination):
         """Writes ``images``: one (C, H, W) image or a (N, C, H, W) batch, floats in [0, 1]."""
         del log_level
         self.flush()  # keep the file in logging order
-        if self._writer is None:
+        writer = self._open()
+        if writer is None:
             return
         step = int(timestamp.batch)
         if images.ndim == 4:
-            self._writer.add_images(name, images, global_step=step, dataformats="NCHW")
+            writer.add_images(name, images, global_step=step, dataformats="NCHW")
         else:
-            self._writer.add_image(name, images, global_step=step, dataformats="CHW")
+            writer.add_image(name, images, global_step=step, dataformats="CHW")
 
     def flush(self) -> None:
         super().flush()
@@ -111,6 +149,7 @@ class TensorboardLogger(BufferedDestination):
 
     def close(self, state: State, logger: Logger) -> None:
         super().close(state, logger)
+        self._started = False
         if self._writer is not None:
             self._writer.close()
             self._writer = None

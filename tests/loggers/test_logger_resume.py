@@ -30,7 +30,7 @@ import torch
 
 from composer import Callback, Trainer
 from composer.loggers import CSVLogger, FileLogger
-from composer.loggers.tensorboard_logger import TensorboardLogger
+from composer.loggers.tensorboard_logger import TensorboardLogger, is_tensorboard_available
 from tests.common import SimpleModel, make_dataloader
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,7 +63,7 @@ def train(folder: Path, kill_after: int | None) -> None:
             CSVLogger(folder / "metrics.csv", flush_interval=1),
             FileLogger(folder / "log.jsonl", log_interval="1ba"),  # 100 pending: written at the checkpoint
             FileLogger(folder / "log.txt", log_interval="1ba", flush_interval=1),
-            TensorboardLogger(folder / "tb", flush_interval=1),
+            *([TensorboardLogger(folder / "tb", flush_interval=1)] if is_tensorboard_available() else []),
         ],
         callbacks=[KillAt(kill_after)] if kill_after is not None else [],
         progress_bar=False,
@@ -172,6 +172,21 @@ def test_text_lines_continue_the_file(runs):
     resumed, reference = lines(runs / "resumed" / "log.txt"), lines(runs / "reference" / "log.txt")
     assert resumed == reference
     assert [int(g[2]) for g in resumed if g[3].startswith("loss/train")] == list(range(12))
+
+
+@pytest.mark.skipif(not is_tensorboard_available(), reason="needs tensorboard")
+def test_tensorboard_purges_the_steps_after_the_checkpoint(runs):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    def scalars(folder: Path) -> dict[str, list[tuple[int, float]]]:
+        events = EventAccumulator(str(folder / "tb"))
+        events.Reload()
+        return {name: [(e.step, e.value) for e in events.Scalars(name)] for name in TRAINING_NAMES}
+
+    resumed, reference = scalars(runs / "resumed"), scalars(runs / "reference")
+    assert resumed == reference
+    assert [step for step, _ in resumed["loss/train"]] == list(range(12))
+    assert len(list((runs / "resumed" / "tb").iterdir())) == 2  # the killed run's event file, and the resumed one's
 
 
 if __name__ == "__main__":
