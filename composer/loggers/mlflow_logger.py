@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -43,27 +44,39 @@ def _local_path(tracking_uri: str) -> tuple[Path, bool] | None:
 class MLflowLogger(BufferedDestination):
     """Writes logged values to an MLflow run, through :class:`mlflow.tracking.MlflowClient` (no global active run).
 
-    Numbers become metrics at step ``timestamp.batch``; strings and other values become run tags (tags may change,
-    so a value logged again is simply updated); images become MLflow images. The run is created at ``Event.INIT``
-    and ended when the trainer closes (``FAILED`` if training raised). Metrics are sent in batches. With
-    ``tracking_uri='sqlite:///path/mlflow.db'`` everything stays in one local file, no server needed; browse it with
-    ``mlflow ui --backend-store-uri sqlite:///path/mlflow.db``. Needs the ``loggers`` extra.
+       Numbers become metrics at step ``timestamp.batch``; strings and other values become run tags (tags may change,
+       so a value logged again is simply updated); images become MLflow images. The run is created at
+       ``Event.FIT_START`` (or at the first value logged, when nothing is trained), once any checkpoint is loaded, and
+       ended when the trainer closes (``FAILED`` if training raised).
 
-    Args:
-        tracking_uri (str, optional): Where runs are stored: ``'sqlite:///<file>'``, a folder, or a server URL.
-            Default: MLflow's own default (the ``MLFLOW_TRACKING_URI`` environment variable, else a local store).
-        experiment_name (str): The experiment; created if missing.
-        run_name (str, optional): The run's name; default: MLflow picks one.
-        tags (dict[str, str], optional): Tags set on the run when it is created.
-        artifact_location (str, optional): Where a newly created experiment keeps artifacts (images); default:
-            an ``mlartifacts`` folder next to a local store, else MLflow's default.
-        log_level (LogLevel | str): The most verbose level written (default: BATCH).
-        log_interval (str | Time | int): Write BATCH values every this many batches, or EPOCH values every this many
-            epochs (``'1ep'``).
-        flush_interval (int): Send after this many records are pending.
+       A run that resumes from a checkpoint (``autoresume``, or ``load_path`` with the whole state) continues the same
+       MLflow run: checkpoints save its ``run_id``, and the resumed run sets it back to ``RUNNING`` and logs on by step
+       (a run id the tracking store no longer has starts a new run, with a warning). MLflow cannot delete single metric
+       values, so a step that the interrupted run logged after its last checkpoint and the resumed run logs again holds
+       two values in the metric's history, the resumed run's with the later timestamp; the run's latest value
+       (``run.data.metrics``) and MLflow's charts of the latest values are the resumed run's. Keep the newest value per
+       step when reading a history back::
 
-    Attributes:
-        run_id (str | None): The MLflow run's id, once created.
+           latest = {m.step: m.value for m in sorted(client.get_metric_history(run_id, key), key=lambda m: m.timestamp)}
+    Metrics are sent in batches. With
+       ``tracking_uri='sqlite:///path/mlflow.db'`` everything stays in one local file, no server needed; browse it with
+       ``mlflow ui --backend-store-uri sqlite:///path/mlflow.db``. Needs the ``loggers`` extra.
+
+       Args:
+           tracking_uri (str, optional): Where runs are stored: ``'sqlite:///<file>'``, a folder, or a server URL.
+               Default: MLflow's own default (the ``MLFLOW_TRACKING_URI`` environment variable, else a local store).
+           experiment_name (str): The experiment; created if missing.
+           run_name (str, optional): The run's name; default: MLflow picks one.
+           tags (dict[str, str], optional): Tags set on the run when it is created.
+           artifact_location (str, optional): Where a newly created experiment keeps artifacts (images); default:
+               an ``mlartifacts`` folder next to a local store, else MLflow's default.
+           log_level (LogLevel | str): The most verbose level written (default: BATCH).
+           log_interval (str | Time | int): Write BATCH values every this many batches, or EPOCH values every this many
+               epochs (``'1ep'``).
+           flush_interval (int): Send after this many records are pending.
+
+       Attributes:
+           run_id (str | None): The MLflow run's id, once created.
     """
 
     def __init__(
@@ -96,14 +109,40 @@ class MLflowLogger(BufferedDestination):
         self.artifact_location = artifact_location
         self.run_id: str | None = None
         self._client: Any = None
+        self._started = False  # between INIT and close (the run is created or resumed at FIT_START or first write)
 
     def init(self, state: State, logger: Logger) -> None:
         del state, logger
-        if self._client is not None:
-            return
+        self._started = True
+
+    def fit_start(self, state: State, logger: Logger) -> None:
+        del state, logger
+        self._open()
+
+    def _open(self) -> Any:
+        """The client, with the run created, or the checkpoint's run resumed, on the first call after INIT."""
+        if self._client is not None or not self._started:
+            return self._client
+        from mlflow.exceptions import MlflowException
         from mlflow.tracking import MlflowClient
 
         client = MlflowClient(tracking_uri=self.tracking_uri)
+        resumed_id = None if self.resumed_from is None else self.resumed_from.get("run_id")
+        if resumed_id is not None:
+            try:
+                client.get_run(resumed_id)
+            except MlflowException as error:
+                warnings.warn(
+                    f"The checkpoint this run resumes from logged to the MLflow run {resumed_id!r}, which the tracking "
+                    f"store {self.tracking_uri!r} does not have ({error}); logging to a new run. Resume with the same "
+                    "tracking_uri to continue that run.",
+                    stacklevel=2,
+                )
+                resumed_id = None
+        if resumed_id is not None:
+            client.update_run(resumed_id, status="RUNNING")
+            self._client, self.run_id = client, resumed_id
+            return client
         experiment = client.get_experiment_by_name(self.experiment_name)
         if experiment is not None:
             experiment_id = experiment.experiment_id
@@ -111,9 +150,17 @@ class MLflowLogger(BufferedDestination):
             experiment_id = client.create_experiment(self.experiment_name, artifact_location=self.artifact_location)
         run = client.create_run(experiment_id, run_name=self.run_name, tags=self.tags)
         self._client, self.run_id = client, run.info.run_id
+        return client
+
+    def resume_state(self) -> dict[str, Any]:
+        return {"run_id": self.run_id}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.run_id = state.get("run_id")  # the run is reopened at FIT_START
 
     def write(self, records: list[Record]) -> None:
-        if self._client is None:
+        if self._open() is None:
             return
         from mlflow.entities import Metric
 
@@ -135,7 +182,7 @@ class MLflowLogger(BufferedDestination):
         """Logs ``images`` (one (C, H, W) image or a (N, C, H, W) batch, floats in [0, 1]) as MLflow images."""
         del log_level
         self.flush()
-        if self._client is None:
+        if self._open() is None:
             return
         batch = images if images.ndim == 4 else images[None]
         for i, image in enumerate(batch):
@@ -146,6 +193,7 @@ class MLflowLogger(BufferedDestination):
 
     def close(self, state: State, logger: Logger) -> None:
         super().close(state, logger)
+        self._started = False
         if self._client is not None:
             failed = sys.exc_info()[0] is not None
             self._client.set_terminated(self.run_id, status="FAILED" if failed else "FINISHED")

@@ -9,7 +9,7 @@ forked child of a process that has only imported modules: into ``FOLDER/resumed`
 batch 7 (the newest checkpoint is from batch 4, and the loggers have written batches 4-6 since), then the same
 command again, which resumes; and uninterrupted into ``FOLDER/reference``. Every run writes through a CSVLogger, a
 FileLogger in JSON lines and one in text, and a TensorboardLogger. Most write each record at once, so the killed run
-leaves records from after its checkpoint on disk; the JSON-lines logger keeps up to 100 pending, so only the
+leaves records from after its checkpoint on disk (an MLflowLogger in a SQLite file too); the JSON-lines logger keeps up to 100 pending, so only the
 checkpoint's own flush puts the records before the checkpoint on disk. The tests read the files back with the csv and
 json modules and TensorBoard's EventAccumulator.
 """
@@ -20,6 +20,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,7 +30,7 @@ import pytest
 import torch
 
 from composer import Callback, Trainer
-from composer.loggers import CSVLogger, FileLogger
+from composer.loggers import CSVLogger, FileLogger, MLflowLogger, is_mlflow_available
 from composer.loggers.tensorboard_logger import TensorboardLogger, is_tensorboard_available
 from tests.common import SimpleModel, make_dataloader
 
@@ -64,6 +65,7 @@ def train(folder: Path, kill_after: int | None) -> None:
             FileLogger(folder / "log.jsonl", log_interval="1ba"),  # 100 pending: written at the checkpoint
             FileLogger(folder / "log.txt", log_interval="1ba", flush_interval=1),
             *([TensorboardLogger(folder / "tb", flush_interval=1)] if is_tensorboard_available() else []),
+            *([MLflowLogger(f"sqlite:///{folder / 'mlflow.db'}", flush_interval=1)] if is_mlflow_available() else []),
         ],
         callbacks=[KillAt(kill_after)] if kill_after is not None else [],
         progress_bar=False,
@@ -97,6 +99,13 @@ def in_child(folder: Path, kill_after: int | None) -> int:
 
 def main(folder: Path) -> None:
     torch.set_num_threads(1)
+    if is_mlflow_available():  # MLflow takes seconds to create a database: create it once, copy it to each run
+        from mlflow.tracking import MlflowClient
+
+        MlflowClient(tracking_uri=f"sqlite:///{folder / 'template.db'}").search_experiments()
+        for run in ("resumed", "reference"):
+            (folder / run).mkdir()
+            shutil.copyfile(folder / "template.db", folder / run / "mlflow.db")
     codes = [
         in_child(folder / "resumed", KILL_AFTER_BATCH),
         in_child(folder / "resumed", None),
@@ -187,6 +196,29 @@ def test_tensorboard_purges_the_steps_after_the_checkpoint(runs):
     assert resumed == reference
     assert [step for step, _ in resumed["loss/train"]] == list(range(12))
     assert len(list((runs / "resumed" / "tb").iterdir())) == 2  # the killed run's event file, and the resumed one's
+
+
+@pytest.mark.skipif(not is_mlflow_available(), reason="needs mlflow")
+def test_mlflow_continues_the_same_run_and_its_newest_value_per_step_is_the_uninterrupted_runs(runs):
+    from mlflow.tracking import MlflowClient
+
+    def histories(folder: Path) -> dict[str, list[tuple[int, float]]]:
+        client = MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}")
+        found = client.search_runs([e.experiment_id for e in client.search_experiments()])
+        assert len(found) == 1 and found[0].info.status == "FINISHED"
+        series = {}
+        for name in TRAINING_NAMES:
+            history = sorted(client.get_metric_history(found[0].info.run_id, name), key=lambda m: m.timestamp)
+            series[name] = [(m.step, m.value) for m in history]
+        return series
+
+    resumed, reference = histories(runs / "resumed"), histories(runs / "reference")
+    for name in TRAINING_NAMES:
+        newest = dict(resumed[name])  # the resumed run's value wins at a step logged twice (as documented)
+        assert sorted(newest.items()) == sorted(reference[name])
+    steps = [step for step, _ in resumed["loss/train"]]
+    twice = sorted({step for step in steps if steps.count(step) > 1})
+    assert twice == [4, 5, 6]  # what the killed run logged after its checkpoint (batch 4) and before the kill (7)
 
 
 if __name__ == "__main__":
