@@ -31,10 +31,20 @@ class WandBLogger(BufferedDestination):
 
     Numbers go to the run's history at step ``timestamp.batch`` (values logged at the same step share a row);
     strings and other values go to the run's config; images become ``wandb.Image``. The run is created at
-    ``Event.INIT`` with ``reinit='create_new'`` (several loggers may coexist; the global ``wandb.run`` is not used)
+    ``Event.FIT_START`` (or at the first value logged, when nothing is trained), once any checkpoint is loaded, with
+    ``reinit='create_new'`` (several loggers may coexist; the global ``wandb.run`` is not used)
     and finished when the trainer closes, with exit code 1 if training raised. The default ``mode='offline'``
     writes the run under ``dir`` only; upload it later with ``wandb sync``, or pass ``mode='online'`` to stream it.
     W&B's console capture is off, so ``sys.stdout`` is left alone. Needs the ``loggers`` extra.
+
+    A run that resumes from a checkpoint (``autoresume``, or ``load_path`` with the whole state) continues the same
+    W&B run: checkpoints save the run's id, and the resumed run calls ``wandb.init(id=<that id>, resume='allow')``
+    (an ``id`` or ``resume`` in ``init_params`` wins). It logs by step, from the checkpoint's batch on, so the steps
+    the interrupted run logged after its last checkpoint are logged twice. Online, W&B keeps the first value at a
+    step and ignores, with a warning, steps below the run's newest one: those steps keep the interrupted run's
+    values (the same values when training is deterministic) and the resumed run's history continues after them.
+    Offline, each launch writes its own ``offline-run-*-<id>`` folder under the same id; ``wandb sync`` uploads
+    them in order into that run, with the same rule.
 
     Args:
         project (str, optional): The W&B project.
@@ -52,7 +62,8 @@ class WandBLogger(BufferedDestination):
         flush_interval (int): Send after this many records are pending.
 
     Attributes:
-        run (wandb.Run | None): The W&B run, from ``INIT`` until the trainer closes.
+        run (wandb.Run | None): The W&B run, from ``FIT_START`` (or the first value logged) until the trainer closes.
+        run_id (str | None): The run's id, once created, or restored from a checkpoint.
     """
 
     def __init__(
@@ -88,22 +99,45 @@ class WandBLogger(BufferedDestination):
             **(init_params or {}),
         }
         self.run: Any = None
+        self.run_id: str | None = None  # the W&B run's id, once created (saved in checkpoints)
+        self._started = False  # between INIT and close (the run is created or resumed at FIT_START or first write)
 
     def init(self, state: State, logger: Logger) -> None:
         del state, logger
-        if self.run is not None:
-            return
+        self._started = True
+
+    def fit_start(self, state: State, logger: Logger) -> None:
+        del state, logger
+        self._open()
+
+    def resume_state(self) -> dict[str, Any]:
+        return {"run_id": self.run_id}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.run_id = state.get("run_id")  # the run is resumed at FIT_START
+
+    def _open(self) -> Any:
+        """The run, created, or the checkpoint's run resumed, on the first call after INIT."""
+        if self.run is not None or not self._started:
+            return self.run
         import wandb
 
         params = dict(self.init_params)
+        resumed_id = None if self.resumed_from is None else self.resumed_from.get("run_id")
+        if resumed_id is not None and "id" not in params:
+            params["id"] = resumed_id
+            params.setdefault("resume", "allow")
         if params.get("dir") is not None:
             os.makedirs(params["dir"], exist_ok=True)
         if "settings" not in params:
             params["settings"] = wandb.Settings(console="off")
         self.run = wandb.init(**params)
+        self.run_id = self.run.id
+        return self.run
 
     def write(self, records: list[Record]) -> None:
-        run = self.run
+        run = self._open()
         if run is None:
             return
         config: dict[str, Any] = {}
@@ -123,7 +157,7 @@ class WandBLogger(BufferedDestination):
         """Logs ``images`` (one (C, H, W) image or a (N, C, H, W) batch, floats in [0, 1]) as ``wandb.Image``."""
         del log_level
         self.flush()  # W&B drops a step older than one already logged: keep logging order
-        if self.run is None:
+        if self._open() is None:
             return
         import wandb
 
@@ -134,6 +168,7 @@ class WandBLogger(BufferedDestination):
 
     def close(self, state: State, logger: Logger) -> None:
         super().close(state, logger)
+        self._started = False
         if self.run is not None:
             self.run.finish(exit_code=1 if sys.exc_info()[0] is not None else 0)
             self.run = None
