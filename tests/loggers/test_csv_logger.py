@@ -82,3 +82,22 @@ def test_a_trainer_that_fails_to_build_leaves_no_file_behind(tmp_path):
             _train_two_batches(CSVLogger(path), load_path=str(tmp_path / "corrupt.pt"))
         assert "already exists" not in str(error.value)
         assert not path.exists()
+
+
+def test_resuming_keeps_the_checkpoints_rows_and_drops_a_row_cut_short(tmp_path):
+    import io
+
+    from composer.loggers.csv_logger import _keep_rows
+
+    path = tmp_path / "metrics.csv"
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(COLUMNS)
+    rows = [(0, b, b, 4 * b, 0, "batch", "note", f"line one\nline {b}") for b in range(3)]  # values with newlines
+    writer.writerows(rows)
+    path.write_text(out.getvalue() + "0,3,3", newline="")  # killed in the middle of a row
+    assert _keep_rows(path, {"rows": 2}) == 2
+    with path.open(newline="") as file:
+        kept = list(csv.reader(file))
+    assert kept == [list(COLUMNS)] + [[str(v) for v in row] for row in rows[:2]]
+    assert _keep_rows(path, None) == 2

@@ -174,3 +174,26 @@ def test_an_existing_file_is_refused_after_the_placeholders_are_filled(tmp_path)
 def test_a_trainers_file_logger_fills_in_its_run_name(tmp_path):
     train_24_batches(FileLogger(tmp_path / "out" / "{run_name}" / "log.txt"), run_name="digits-a")
     assert (tmp_path / "out" / "digits-a" / "log.txt").is_file()
+
+
+def test_resuming_keeps_the_checkpoints_lines_and_drops_a_line_cut_short(tmp_path):
+    from composer.loggers.file_logger import keep_lines
+
+    path = tmp_path / "log.jsonl"
+    path.write_text('{"batch": 0}\n{"batch": 1}\n{"batch": 2}\n{"bat')  # killed in the middle of a line
+    assert keep_lines(path, {"lines": 2}, "filename") == 2
+    assert path.read_text() == '{"batch": 0}\n{"batch": 1}\n'
+    path.write_text('{"batch": 0}\n{"bat')
+    assert keep_lines(path, None, "filename") == 1  # no count saved (a checkpoint without this logger): all whole lines
+    assert path.read_text() == '{"batch": 0}\n'
+    assert [p.name for p in tmp_path.iterdir()] == ["log.jsonl"]  # the temporary file was renamed over it
+
+
+def test_resuming_with_fewer_lines_than_the_checkpoint_counted_keeps_them_and_warns(tmp_path):
+    from composer.loggers.file_logger import keep_lines
+
+    path = tmp_path / "log.txt"
+    path.write_text("one\n")
+    with pytest.warns(UserWarning, match=r"log.txt' holds 1 lines, but the checkpoint .* after 3"):
+        assert keep_lines(path, {"lines": 3}, "filename") == 1
+    assert path.read_text() == "one\n"
