@@ -256,8 +256,11 @@ def test_a_constructor_that_fails_after_logging_leaves_its_log_and_says_so_on_a_
     with pytest.raises(RuntimeError, match="init failed on purpose"):
         make_trainer(tmp_path, callbacks=[LogsThenRaises()])
     assert logged_keys(tmp_path) == ["note"]
-    with pytest.raises(ValueError, match=r"log\.jsonl.* already exists; pass overwrite=True"):
-        FileLogger(tmp_path / "log.jsonl")
+    rerun = make_trainer(tmp_path)  # building cannot know yet whether the run resumes; starting fresh refuses
+    with pytest.raises(ValueError, match=r"log\.jsonl.* already exists and this run starts fresh.*overwrite=True"):
+        rerun.fit()
+    rerun.close()
+    assert logged_keys(tmp_path) == ["note"]
 
 
 def test_fit_that_raises_closes_once(tmp_path: Path) -> None:
