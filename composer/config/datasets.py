@@ -403,13 +403,7 @@ class PythonDocsHparams(DatasetHparams):
 
     def synthetic(self, num_samples: int = 16) -> DatasetHparams:
         """Random byte sequences of the same length (masked the same way)."""
-        return SyntheticTokensHparams(
-            num_samples=num_samples,
-            seq_len=self.seq_len,
-            vocab_size=256,
-            mlm_probability=self.mlm_probability,
-            mask_token_id=self.mask_token_id,
-        )
+        return _byte_stand_in(self, num_samples)
 
 
 @hparams
@@ -466,10 +460,15 @@ class TextFilesHparams(DatasetHparams):
 
     def synthetic(self, num_samples: int = 16) -> DatasetHparams:
         """Random byte sequences of the same length (masked the same way)."""
-        return SyntheticTokensHparams(
-            num_samples=num_samples,
-            seq_len=self.seq_len,
-            vocab_size=256,
-            mlm_probability=self.mlm_probability,
-            mask_token_id=self.mask_token_id,
-        )
+        return _byte_stand_in(self, num_samples)
+
+
+def _byte_stand_in(config: Any, num_samples: int) -> DatasetHparams:
+    """Random byte sequences with a byte-text config's length and masking: its synthetic stand-in."""
+    return SyntheticTokensHparams(
+        num_samples=num_samples,
+        seq_len=config.seq_len,
+        vocab_size=256,
+        mlm_probability=config.mlm_probability,
+        mask_token_id=config.mask_token_id,
+    )

@@ -6,7 +6,6 @@ import csv
 import io
 import json
 import os
-import warnings
 from pathlib import Path
 from typing import IO, Any
 
@@ -15,7 +14,7 @@ from composer.core.logging.logger import Logger, LogLevel
 from composer.core.state import State
 from composer.core.time import Time
 from composer.loggers.buffered_destination import BufferedDestination
-from composer.loggers.file_logger import rewrite_atomically
+from composer.loggers.file_logger import open_mode, rewrite_atomically, warn_if_short
 from composer.loggers.log_path import check_writable
 from composer.loggers.record_buffer import Record
 
@@ -90,17 +89,10 @@ class CSVLogger(BufferedDestination):
 
     def _settle(self, state: State) -> None:
         """Decides, once the checkpoint (if any) is loaded, whether this run starts the file or continues it."""
-        if self.resumed_from is not None or int(state.timer.batch) > 0:
+        resuming = self.resumed_from is not None or int(state.timer.batch) > 0
+        if resuming:
             self._rows = _keep_rows(self.filename, self.resumed_from)
-            self._mode = "a"
-        elif self.filename.exists() and not self.overwrite:
-            raise ValueError(
-                f"filename={str(self.filename)!r} already exists and this run starts fresh (no checkpoint was "
-                "loaded); pass overwrite=True to replace it, choose a new name, or resume the run that wrote it "
-                "(autoresume=True with its save_folder and run_name)."
-            )
-        else:
-            self._mode = "w" if self.overwrite else "x"
+        self._mode = open_mode(self.filename, self.overwrite, resuming)
 
     def resume_state(self) -> dict[str, Any]:
         return {"rows": self._rows}
@@ -175,12 +167,7 @@ def _keep_rows(path: Path, resumed_from: dict[str, Any] | None) -> int:
         writer.writerows(complete[:found])
         if out.getvalue() != text:
             rewrite_atomically(path, out.getvalue())
-    if wanted is not None and found < wanted:
-        warnings.warn(
-            f"filename={str(path)!r} holds {found} rows, but the checkpoint this run resumes from was saved after "
-            f"{wanted}; the missing ones are not written again. The run continues the file from here.",
-            stacklevel=3,
-        )
+    warn_if_short("filename", path, found, wanted, "rows")
     return found
 
 

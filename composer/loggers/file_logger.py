@@ -119,17 +119,10 @@ class FileLogger(BufferedDestination):
 
     def _settle(self, state: State | None) -> None:
         """Decides, once the checkpoint (if any) is loaded, whether this run starts the file or continues it."""
-        if self.resumed_from is not None or (state is not None and int(state.timer.batch) > 0):
+        resuming = self.resumed_from is not None or (state is not None and int(state.timer.batch) > 0)
+        if resuming:
             self._lines = keep_lines(self.filename, self.resumed_from, "filename")
-            self._mode = "a"
-        elif self.filename.exists() and not self.overwrite:
-            raise ValueError(
-                f"filename={str(self.filename)!r} already exists and this run starts fresh (no checkpoint was "
-                "loaded); pass overwrite=True to replace it, choose a new name, or resume the run that wrote it "
-                "(autoresume=True with its save_folder and run_name)."
-            )
-        else:
-            self._mode = "w" if self.overwrite else "x"
+        self._mode = open_mode(self.filename, self.overwrite, resuming)
 
     def resume_state(self) -> dict[str, Any]:
         return {"lines": self._lines}
@@ -193,13 +186,35 @@ def keep_lines(path: Path, resumed_from: dict[str, Any] | None, argument: str) -
         kept = "".join(line + "\n" for line in lines[:found])
         if kept != text:
             rewrite_atomically(path, kept)
+    warn_if_short(argument, path, found, wanted, "lines")
+    return found
+
+
+def open_mode(path: Path, overwrite: bool, resuming: bool) -> str:
+    """The mode a file destination opens ``path`` in: ``'a'`` to continue a resumed run, else ``'w'``/``'x'``.
+
+    Raises:
+        ValueError: If a fresh run would replace an existing file without ``overwrite``.
+    """
+    if resuming:
+        return "a"
+    if path.exists() and not overwrite:
+        raise ValueError(
+            f"filename={str(path)!r} already exists and this run starts fresh (no checkpoint was loaded); pass "
+            "overwrite=True to replace it, choose a new name, or resume the run that wrote it (autoresume=True with "
+            "its save_folder and run_name)."
+        )
+    return "w" if overwrite else "x"
+
+
+def warn_if_short(argument: str, path: Path, found: int, wanted: int | None, unit: str) -> None:
+    """Warns when a resumed file holds fewer records (``unit``) than the checkpoint counted."""
     if wanted is not None and found < wanted:
         warnings.warn(
-            f"{argument}={str(path)!r} holds {found} lines, but the checkpoint this run resumes from was saved after "
+            f"{argument}={str(path)!r} holds {found} {unit}, but the checkpoint this run resumes from was saved after "
             f"{wanted}; the missing ones are not written again. The run continues the file from here.",
-            stacklevel=3,
+            stacklevel=4,
         )
-    return found
 
 
 def rewrite_atomically(path: Path, text: str) -> None:
