@@ -143,6 +143,7 @@ class ProgressBarLogger(LoggerDestination):
         self._eval_started_at = 0.0
         self._next_eval_draw = 0.0
         self._in_fit = False
+        self._evaluating = False
         # Metrics from evaluations inside the current epoch, shown on its bar.
         self._fresh_metrics: set[str] = set()
 
@@ -183,10 +184,11 @@ class ProgressBarLogger(LoggerDestination):
     def will_log(self, state: State, log_level: LogLevel) -> bool:
         # FIT and EPOCH values (evaluation metrics) always; BATCH values (the loss) only when they will be shown: a
         # bar is due for a redraw, or this may be the last batch of the epoch. Declining the others spares the
-        # logger (and lazily computed values) the work on most batches.
+        # logger (and lazily computed values) the work on most batches. An evaluation's metrics are always shown,
+        # whatever their level (an evaluation every N batches logs them at BATCH level).
         if self._enabled is False:
             return False
-        if log_level != LogLevel.BATCH:
+        if log_level != LogLevel.BATCH or self._evaluating:
             return True
         if self._train_bar is not None and self._time_fn() >= self._next_draw:
             return True
@@ -320,6 +322,7 @@ class ProgressBarLogger(LoggerDestination):
         del logger
         self._eval_started_at = self._time_fn()
         self._eval_count = 0
+        self._evaluating = True
         self._eval_total = _eval_length(state)
         if self.mode == "bars":
             nested = self._train_bar is not None
@@ -337,6 +340,7 @@ class ProgressBarLogger(LoggerDestination):
 
     def eval_end(self, state: State, logger: Logger) -> None:
         del logger
+        self._evaluating = False
         seconds = self._time_fn() - self._eval_started_at
         label = str(state.dataloader_label)
         if self._epoch_started_at is not None:  # an evaluation inside the epoch: not training time

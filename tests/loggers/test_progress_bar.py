@@ -24,12 +24,12 @@ class FakeTerminal(io.StringIO):
         return True
 
 
-def train(*loggers, max_duration="2ep", callbacks=(), lr=0.1, eval_dataloader=None, **kwargs):
+def train(*loggers, max_duration="2ep", callbacks=(), lr=0.1, eval_dataloader=None, train_samples=12, **kwargs):
     torch.manual_seed(0)
     model = SimpleModel()
     trainer = Trainer(
         model=model,
-        train_dataloader=make_dataloader(num_samples=12, batch_size=4),
+        train_dataloader=make_dataloader(num_samples=train_samples, batch_size=4),
         eval_dataloader=eval_dataloader if eval_dataloader is not None else make_dataloader(num_samples=4, seed=1),
         max_duration=max_duration,
         optimizers=torch.optim.SGD(model.parameters(), lr=lr),
@@ -93,6 +93,18 @@ def test_plain_lines_with_evaluation_every_two_batches():
         "Eval at epoch 1, batch 6",
         "Epoch 1",
     ]
+
+
+def test_an_evaluation_early_in_a_long_epoch_shows_its_metrics():
+    # Metrics of an evaluation every N batches are logged at BATCH level; the logger must not decline them as it
+    # declines the losses of batches it will not show.
+    stream = io.StringIO()
+    train(ProgressBarLogger(stream=stream), eval_interval="2ba", max_duration="1ep", train_samples=32)
+    lines = [line for line in stream.getvalue().splitlines() if line.startswith("Eval")]
+    assert [line.split(":")[0] for line in lines] == [f"Eval at epoch 0, batch {b}" for b in (2, 4, 6, 8)]
+    number = r"\d\.\d{4}"
+    for line in lines:
+        assert re.search(rf"1/1 batches, Accuracy={number}, CrossEntropy={number}, ", line), line
 
 
 class FakeClock(Callback):
