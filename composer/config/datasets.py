@@ -365,7 +365,7 @@ class ImageFolderHparams(DatasetHparams):
 class PythonDocsHparams(DatasetHparams):
     """Built-in Python-documentation text, byte-level; no download (:mod:`composer.datasets.text`).
 
-    A masked language model (``model: {hugging_face: {task: masked_lm, ...}}``) needs ``mlm_probability``: the
+    A masked language model (``model: {huggingface: {task: masked_lm, ...}}``) needs ``mlm_probability``: the
     batches are then masked by BERT's 80/10/10 rule and scored only where masked
     (:class:`~composer.datasets.MaskingCollator`); without it the model sees its labels in its input and is refused.
 

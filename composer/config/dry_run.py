@@ -40,6 +40,7 @@ from composer.config.models import ModelHparams
 from composer.core.data_spec import DataSpec
 from composer.core.hparams import Hparams
 from composer.models.base import ComposerModel
+from composer.models.huggingface import UnmaskedBatchError
 
 __all__ = ["fit_problems", "method_extremes", "method_limits"]
 
@@ -120,6 +121,28 @@ def method_limits(algorithms: Mapping[str, Hparams]) -> list[tuple[str, int]]:
     return [] if config is None else [("algorithms.alibi.max_sequence_length", config.max_sequence_length)]
 
 
+def _unmasked_problem(
+    error: UnmaskedBatchError, model_path: str, data_config: DatasetHparams, data_path: str, field: str
+) -> ConfigError:
+    """A masked language model over unmasked data: the fix is the dataset's masking keys, not the shapes."""
+    if not hasattr(data_config, "mlm_probability"):
+        return ConfigError(
+            f"{model_path} and {data_path}",
+            f"{error.model_name} is a masked language model, but the labels of {field} equal its input tokens: it "
+            "would learn to copy its input. Use a masked text dataset (python_docs or text_files with "
+            "mlm_probability: 0.15), or a causal model (task: causal_lm).",
+        )
+    mask = error.mask_token_id if error.mask_token_id is not None else getattr(data_config, "mask_token_id", None)
+    vocab = f" (the model's vocab_size, {error.vocab_size}, must be above it)" if error.vocab_size is not None else ""
+    return ConfigError(
+        f"{data_path}.mlm_probability",
+        f"received null, but {model_path} is a masked language model ({error.model_name}): on unmasked data it "
+        f"would learn to copy its input and its token accuracy would measure nothing. Set "
+        f"{data_path}.mlm_probability: 0.15 (BERT's rate) and {data_path}.mask_token_id: {mask}, the model's "
+        f"mask token{vocab}; or use a causal model (task: causal_lm).",
+    )
+
+
 def fit_problems(
     model_config: ModelHparams,
     model_path: str,
@@ -180,6 +203,8 @@ def fit_problems(
         with torch.no_grad():
             try:
                 outputs = model(batch) if train else model.eval_forward(batch)
+            except UnmaskedBatchError as error:
+                return [_unmasked_problem(error, model_path, data_config, data_path, field)]
             except _MISFITS as error:
                 hint = model_config.input_hint(shape)
                 fix = (

@@ -18,7 +18,13 @@ from composer.core.data_spec import Batch
 from composer.models.base import ComposerModel
 from composer.models.language_metrics import language_model_metrics, update_language_metric
 
-__all__ = ["MIN_TRANSFORMERS_VERSION", "HuggingFaceModel", "is_transformers_available", "require_transformers"]
+__all__ = [
+    "MIN_TRANSFORMERS_VERSION",
+    "HuggingFaceModel",
+    "UnmaskedBatchError",
+    "is_transformers_available",
+    "require_transformers",
+]
 
 MIN_TRANSFORMERS_VERSION = (5, 0)
 """The oldest ``transformers`` release (major, minor) this library supports."""
@@ -70,6 +76,22 @@ def _is_causal_lm(model: torch.nn.Module) -> bool | None:
     return None
 
 
+class UnmaskedBatchError(ValueError):
+    """A masked language model was given labels equal to its inputs: nothing is masked, it would learn the identity.
+
+    Attributes:
+        model_name: The model's class name (``'BertForMaskedLM'``).
+        mask_token_id: The model config's ``mask_token_id``, or None when it has none.
+        vocab_size: The model config's ``vocab_size``, or None.
+    """
+
+    def __init__(self, message: str, model_name: str, mask_token_id: int | None, vocab_size: int | None) -> None:
+        super().__init__(message)
+        self.model_name = model_name
+        self.mask_token_id = mask_token_id
+        self.vocab_size = vocab_size
+
+
 def _refuse_unmasked(model: torch.nn.Module, batch: Mapping[str, Any]) -> None:
     """Raises when a masked LM gets labels equal to its inputs: it would learn to copy them (the identity).
 
@@ -96,14 +118,17 @@ def _refuse_unmasked(model: torch.nn.Module, batch: Mapping[str, Any]) -> None:
         if mask_token_id is not None
         else "mask_token_id=composer.datasets.BYTE_MASK_TOKEN_ID (256; the model's config has no mask_token_id)"
     )
-    raise ValueError(
+    raise UnmaskedBatchError(
         f"{type(model).__name__} is a masked language model, but the batch's labels equal its input_ids wherever scored "
         f"(shape {tuple(labels.shape)}): nothing is masked, so the model would learn to copy its input and its "
         "token accuracy would measure nothing. Expected labels of -100 except at masked positions. To fix, mask "
         f"the batches: python_docs_dataloaders(..., mlm_probability=0.15, {mask_text}) or text_file_dataloader(...) "
         "with the same arguments; collate_fn=composer.datasets.MaskingCollator(mask_token_id, ...) for your own "
         "DataLoader; in a recipe, set mlm_probability: 0.15 (and mask_token_id) in the python_docs or text_files "
-        f"dataset. The model's vocab_size ({vocab_size}) must include the mask token"
+        f"dataset. The model's vocab_size ({vocab_size}) must include the mask token",
+        type(model).__name__,
+        mask_token_id,
+        vocab_size,
     )
 
 

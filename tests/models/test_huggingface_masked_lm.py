@@ -116,8 +116,15 @@ def test_recipe_masks_with_mlm_probability_and_refuses_without():
     assert bool((batch["input_ids"][chosen] == 256).any())
     trainer.fit()
     trainer.close()
-    with pytest.raises(ConfigError, match="mlm_probability: 0.15"):
+    with pytest.raises(ConfigError) as info:
         _recipe({"seq_len": SEQ_LEN}).initialize_object()
+    # Named by the dataset's masking key (not as a shape mismatch), with the model's mask token and the fix.
+    message = str(info.value)
+    assert "train_dataset.python_docs.mlm_probability: received null" in message
+    assert "eval_dataset.python_docs.mlm_probability: received null" in message
+    assert "Set train_dataset.python_docs.mlm_probability: 0.15" in message
+    assert "mask_token_id: 256" in message and "vocab_size, 257" in message
+    assert "do not fit" not in message and "seq_len" not in message
     with pytest.raises(ConfigError, match=r"mlm_probability=1.5 must be in \(0, 1\)"):
         _recipe({"seq_len": SEQ_LEN, "mlm_probability": 1.5}).initialize_object()
 

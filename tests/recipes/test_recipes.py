@@ -44,7 +44,14 @@ def _two_batches(config):
 
 def test_the_recipes_are_there():
     names = {path.stem for path in RECIPES}
-    assert {"digits_baseline", "gpt_baseline", "gpt_alibi_seqwarmup", "cifar10_resnet56", "imagenet_resnet50"} <= names
+    assert {
+        "digits_baseline",
+        "gpt_baseline",
+        "gpt_alibi_seqwarmup",
+        "bert_mlm",
+        "cifar10_resnet56",
+        "imagenet_resnet50",
+    } <= names
     assert len([n for n in names if n.startswith("digits_")]) >= 3  # a baseline and speed-up recipes
 
 
