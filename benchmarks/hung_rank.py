@@ -81,8 +81,9 @@ def alive(pid: int) -> bool:
     return True
 
 
-def one_run(args: argparse.Namespace) -> tuple[float, bool, list[int]]:
-    """(seconds from the hang to torchrun's exit, whether the output names rank 1, worker pids still alive)."""
+def one_run(args: argparse.Namespace) -> tuple[float, float, bool, list[int]]:
+    """(seconds from the hang to torchrun's exit, and to the first rank's decision to end; whether the output names
+    rank 1; worker pids still alive)."""
     command = [
         sys.executable,
         "-m",
@@ -96,14 +97,23 @@ def one_run(args: argparse.Namespace) -> tuple[float, bool, list[int]]:
     ]
     repo = str(Path(__file__).resolve().parents[1])
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": repo + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=args.timeout + 120)
+    # Lines are read as they come, so that the moment the first rank decides to end is known too.
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    lines, decided = [], float("nan")
+    assert process.stdout is not None
+    for line in process.stdout:
+        if "ending this process" in line and decided != decided:
+            decided = time.time()
+        lines.append(line)
+    returncode = process.wait(timeout=args.timeout + 120)
     ended = time.time()
-    output = result.stdout + result.stderr
+    output = "".join(lines)
     match = re.search(r"HANG AT ([0-9.]+)", output)
-    if match is None or result.returncode == 0:
-        raise RuntimeError(f"The job did not hang as planned (exit {result.returncode}):\n{output[-5000:]}")
+    if match is None or returncode == 0:
+        raise RuntimeError(f"The job did not hang as planned (exit {returncode}):\n{output[-5000:]}")
     pids = [int(p) for p in re.findall(r"WORKER PID (\d+)", output)]
-    return ended - float(match.group(1)), NAMED in output, [p for p in pids if alive(p)]
+    hung_at = float(match.group(1))
+    return ended - hung_at, decided - hung_at, NAMED in output, [p for p in pids if alive(p)]
 
 
 def main() -> None:
@@ -115,17 +125,23 @@ def main() -> None:
     if "WORLD_SIZE" in os.environ:
         worker(args)
         return
-    times, named, left = [], 0, []
+    times, decisions, named, left = [], [], 0, []
     for i in range(args.runs):
-        seconds, names_it, alive_pids = one_run(args)
+        seconds, decided, names_it, alive_pids = one_run(args)
         times.append(seconds)
+        decisions.append(decided)
         named += names_it
         left += alive_pids
-        print(f"run {i + 1}: {seconds:.2f} s from the hang to the job's exit; rank 1 named: {names_it}", flush=True)
+        print(
+            f"run {i + 1}: {seconds:.2f} s from the hang to the job's exit ({decided:.2f} s to the first rank's "
+            f"decision to end); rank 1 named: {names_it}",
+            flush=True,
+        )
     median = statistics.median(times)
     print(f"dist_timeout={args.timeout:g} s, {args.runs} runs, 2 CPU ranks, rank 1 hangs at batch {args.hang_batch}")
     print(f"hang to job exit: median {median:.2f} s (dist_timeout + {median - args.timeout:.2f} s), ", end="")
     print(f"min {min(times):.2f} s, max {max(times):.2f} s")
+    print(f"hang to the first rank's decision to end: median {statistics.median(decisions):.2f} s")
     print(f"the hung rank named in the output: {named} of {args.runs} runs")
     print(f"worker processes left after torchrun exited: {len(left)} {left if left else ''}".rstrip())
 

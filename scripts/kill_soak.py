@@ -10,7 +10,8 @@ of 6 batches). Each trial gets a fresh folder:
 * a clock kill starts the command and SIGKILLs it after a random delay drawn uniformly over the part of an
   uninterrupted run's wall time in which it trains (after the imports and the Trainer's construction), so kills land
   anywhere in a batch, between batches, or inside a checkpoint write (counted when a temporary checkpoint file is
-  left behind).
+  left behind). The tiny model saves in well under a millisecond, so ``--ballast-mb N`` adds an N-MB buffer to it
+  (``SOAK_BALLAST_MB``): each save then writes N MB more and takes long enough for clock kills to land inside writes.
 
 After the kill every checkpoint left in the folder must read back (no torn file), and the same command run again must
 finish with weights bitwise equal to the uninterrupted run's. The suite runs two kills
@@ -18,7 +19,7 @@ finish with weights bitwise equal to the uninterrupted run's. The suite runs two
 
 Usage::
 
-    python scripts/kill_soak.py --batch-kills 20 --clock-kills 30 --seed 0
+    python scripts/kill_soak.py --batch-kills 20 --clock-kills 30 --seed 0 [--ballast-mb 64]
 """
 
 from __future__ import annotations
@@ -78,11 +79,11 @@ def _checkpoints_read_back(folder: Path) -> bool:
     return True
 
 
-def _resume_and_compare(folder: Path, expected: list[object]) -> bool:
+def _resume_and_compare(folder: Path, expected: list[object], **extra: str) -> bool:
     if not _checkpoints_read_back(folder):
         print(f"  {folder.name}: a checkpoint left by the kill does not read back")
         return False
-    if _start(folder).wait() != 0:
+    if _start(folder, **extra).wait() != 0:
         print(f"  {folder.name}: the re-run failed; see {folder / 'log.txt'}")
         return False
     return _equal(_final_weights(folder), expected)
@@ -93,15 +94,18 @@ def main() -> int:
     parser.add_argument("--batch-kills", type=int, default=20, help="kills at a random batch and event")
     parser.add_argument("--clock-kills", type=int, default=30, help="kills at a random wall-clock moment")
     parser.add_argument("--seed", type=int, default=0, help="seeds the choice of kill points")
+    parser.add_argument("--ballast-mb", type=int, default=0, help="MB added to every checkpoint (slower saves)")
     parser.add_argument("--keep", action="store_true", help="keep the run folders (printed) for inspection")
     args = parser.parse_args()
+    # Every run of the command (the baseline, each killed run and its re-run) gets the same ballast.
+    ballast = {"SOAK_BALLAST_MB": str(args.ballast_mb)}
     rng = random.Random(args.seed)
     root = Path(tempfile.mkdtemp(prefix="kill-soak-"))
 
     baseline = root / "baseline"
     baseline.mkdir()
     started = time.perf_counter()
-    process = _start(baseline)
+    process = _start(baseline, **ballast)
     # The command writes resumed.txt once its Trainer is built, just before fit: training starts about then.
     while process.poll() is None and not (baseline / "resumed.txt").exists():
         time.sleep(0.01)
@@ -117,15 +121,15 @@ def main() -> int:
         folder = root / f"batch{trial}"
         folder.mkdir()
         at = f"{rng.randint(1, BATCHES)}:{rng.choice(EVENTS)}"
-        code = _start(folder, KILL_AT=at).wait()
-        ok = code == -signal.SIGKILL and _resume_and_compare(folder, expected)
+        code = _start(folder, KILL_AT=at, **ballast).wait()
+        ok = code == -signal.SIGKILL and _resume_and_compare(folder, expected, **ballast)
         bitwise["batch"] += ok
         print(f"batch kill {trial + 1}/{args.batch_kills} at {at}: {'bitwise equal' if ok else 'FAILED'}")
     for trial in range(args.clock_kills):
         folder = root / f"clock{trial}"
         folder.mkdir()
         delay = rng.uniform(fit_starts, run_seconds)  # while it trains and saves
-        process = _start(folder)
+        process = _start(folder, **ballast)
         time.sleep(delay)
         process.send_signal(signal.SIGKILL)
         code = process.wait()
@@ -134,7 +138,7 @@ def main() -> int:
         if code == 0:  # finished before the kill: nothing to resume, the run itself must match
             ok = _equal(_final_weights(folder), expected)
         else:
-            ok = _resume_and_compare(folder, expected)
+            ok = _resume_and_compare(folder, expected, **ballast)
         bitwise["clock"] += ok
         where = "inside a checkpoint write" if leftover else ("after the end" if code == 0 else "")
         print(

@@ -8,7 +8,8 @@ It trains with ``autoresume=True`` into FOLDER (shuffling without a generator, a
 LabelSmoothing, SelectiveBackprop, a composer scheduler, a save every 3 batches), then writes the final weights to
 ``FOLDER/final.pt`` and appends the checkpoint it resumed from (or ``-``) to ``FOLDER/resumed.txt``.
 ``KILL_AT=<batch>:<event>`` makes it SIGKILL itself at that event of that batch (1-based);
-``COMPOSER_CHECKPOINT_FAULT`` (read by the checkpoint writer) kills it inside a save.
+``COMPOSER_CHECKPOINT_FAULT`` (read by the checkpoint writer) kills it inside a save; ``SOAK_BALLAST_MB=<n>`` adds
+an n-MB buffer to the model, so that every save writes that much more (the kill soak's slow saves).
 
 Importing torch and composer takes seconds, so the tests start the command's process image once (``--serve``, a
 fork server: it imports, then forks one child per run and reports how the child ended); each run is a fresh child
@@ -37,6 +38,7 @@ from composer.utils.checkpoint import FAULT_ENV_VAR, find_checkpoints, read_chec
 REPO = Path(__file__).resolve().parents[2]
 PATTERN = "ep{epoch}-ba{batch}-rank{rank}.pt"
 BATCHES_PER_EPOCH, EPOCHS = 6, 3
+BALLAST_ENV_VAR = "SOAK_BALLAST_MB"
 
 
 # ---- the training command ------------------------------------------------------------------------------------------
@@ -74,6 +76,9 @@ def main(folder: str, num_workers: int) -> None:
     torch.set_num_threads(1)
     torch.manual_seed(1)
     net = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.ReLU(), torch.nn.Dropout(0.3), torch.nn.Linear(16, 3))
+    ballast_mb = int(os.environ.get(BALLAST_ENV_VAR, "0"))
+    if ballast_mb:  # a checkpoint that takes a while to write, so that a kill at a random moment may land in a write
+        net.register_buffer("ballast", torch.zeros(ballast_mb * 2**18))
     model = ComposerClassifier(net, num_classes=3)
     trainer = Trainer(
         model=model,
@@ -140,7 +145,7 @@ pytestmark = [
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("KILL_AT", FAULT_ENV_VAR)}
+    env = {k: v for k, v in os.environ.items() if k not in ("KILL_AT", FAULT_ENV_VAR, BALLAST_ENV_VAR)}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     return env
 
