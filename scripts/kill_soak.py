@@ -43,7 +43,7 @@ __all__: list[str] = []
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("KILL_AT", "COMPOSER_CHECKPOINT_FAULT")}
+    env = {k: v for k, v in os.environ.items() if k not in ("KILL_AT", "KILL_IN_SAVE")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     env.update(extra)
     return env

@@ -9,15 +9,16 @@ a smaller unit; the root module is always a unit and holds the rest.
 
 :func:`prepare_fsdp_module` shards a model in place; it needs the process group (``torchrun`` or
 ``composer launch``, then :func:`composer.utils.dist.initialize_dist`). Runs on CUDA with NCCL and on CPU with gloo
-(torch 2.14: training, mixed precision, ``set_requires_gradient_sync`` and full state dicts all work on gloo CPU
-ranks; CPU offload needs CUDA). The parameters become ``DTensor`` shards, so ``model.state_dict()`` holds shards
-too: :func:`full_model_state_dict` and :func:`full_optimizer_state_dict`, which every rank calls (they are
-collectives), give rank 0 the whole, unsharded state.
+(torch 2.14: training, mixed precision and ``set_requires_gradient_sync`` work on gloo CPU ranks; CPU offload needs
+CUDA). The parameters become ``DTensor`` shards, so ``model.state_dict()`` holds shards too:
+:func:`full_model_state_dict` and :func:`full_optimizer_state_dict`, which every rank calls (they are collectives),
+give rank 0 the whole, unsharded state, and the ``load_full_*`` functions cut it back into every rank's shards.
 
 The Trainer's ``fsdp_config`` argument uses this module: :func:`resolve_fsdp_config` checks it when the Trainer is
 built, and :func:`prepare_fsdp_module` shards the model after ``Event.INIT``. Its checkpoints are written and read by
-:mod:`composer.utils.checkpoint`, which gathers and re-shards a sharded model's state itself, in the format of an
-unsharded run's (see ``composer/trainer/DISTRIBUTED.md``).
+:mod:`composer.utils.checkpoint`; gathering a sharded model's whole state, and cutting it back, is done in one
+place, :mod:`composer.utils.checkpoint.full_state`, which the functions here call too (see
+``composer/trainer/DISTRIBUTED.md``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ import torch
 from torch import nn
 
 from composer.core.precision import Precision
+from composer.utils.checkpoint.full_state import (
+    broadcast_full_state,
+    full_model_state,
+    full_optimizer_state,
+    shard_like,
+)
 from composer.utils.module_surgery import update_optimizer_params
 
 __all__ = [
@@ -332,67 +339,34 @@ def _broadcast_module_states(model: nn.Module, device: torch.device | None) -> N
                 tensor.copy_(staged)
 
 
-def _full_options(*, cpu_offload: bool = False, broadcast_from_rank0: bool = False) -> Any:
-    from torch.distributed.checkpoint.state_dict import StateDictOptions
-
-    return StateDictOptions(full_state_dict=True, cpu_offload=cpu_offload, broadcast_from_rank0=broadcast_from_rank0)
-
-
-def _live_tensors(model: nn.Module, optimizer: torch.optim.Optimizer | None = None) -> set[int]:
-    """The storage addresses of the tensors training updates in place (shards, buffers, optimizer state)."""
-    tensors = [*model.parameters(), *model.buffers()]
-    if optimizer is not None:
-        tensors += [t for state in optimizer.state.values() for t in state.values() if isinstance(t, torch.Tensor)]
-    return {(t.to_local() if hasattr(t, "to_local") else t).data_ptr() for t in tensors}
-
-
-def _snapshot(value: Any, live: set[int]) -> Any:
-    # torch's full state dicts return unsharded tensors as they are: buffers (BatchNorm statistics) and optimizer
-    # steps would keep changing with training in a state dict held in memory. Copy those; gathered ones are new.
-    if isinstance(value, torch.Tensor):
-        return value.clone() if value.data_ptr() in live else value
-    if isinstance(value, Mapping):
-        return {key: _snapshot(item, live) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_snapshot(item, live) for item in value)
-    return value
-
-
 def full_model_state_dict(model: nn.Module) -> dict[str, Any]:
     """The whole, unsharded ``state_dict`` of a sharded model, on the CPU, on rank 0 (other ranks get ``{}``).
 
     A collective: every rank calls it. What rank 0 gets loads into the unsharded model with ``load_state_dict``,
-    and is a snapshot: later training does not change it (torch's own returns buffers as the live tensors).
+    and is a snapshot: later training does not change it. The same gathering as a full checkpoint's
+    (:func:`composer.utils.checkpoint.full_state.full_model_state`).
     """
-    from torch.distributed.checkpoint.state_dict import get_model_state_dict
-
-    state: dict[str, Any] = _snapshot(
-        get_model_state_dict(model, options=_full_options(cpu_offload=True)), _live_tensors(model)
-    )
-    return state
+    return full_model_state(model)
 
 
 def load_full_model_state_dict(model: nn.Module, state_dict: Mapping[str, Any]) -> None:
     """Loads an unsharded ``state_dict`` held by rank 0 into a sharded model; other ranks may pass ``{}``.
 
-    A collective: every rank calls it; rank 0's tensors are broadcast and each rank keeps its shards.
+    A collective: every rank calls it; rank 0's tensors are broadcast one at a time and each rank keeps its shards.
     """
-    from torch.distributed.checkpoint.state_dict import set_model_state_dict
-
-    set_model_state_dict(model, dict(state_dict), options=_full_options(broadcast_from_rank0=True))
+    own = model.state_dict()
+    state = broadcast_full_state(dict(state_dict), lambda path, tensor: shard_like(tensor, own.get(path[0])))
+    model.load_state_dict(state)
 
 
 def full_optimizer_state_dict(model: nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
-    """The whole optimizer state of a sharded model on rank 0, keyed by parameter name (other ranks get ``{}``).
+    """The whole optimizer state of a sharded model on rank 0, as ``optimizer.state_dict()`` lays it out for the
+    unsharded model (parameters numbered); other ranks get ``{}``.
 
-    A collective: every rank calls it. Like :func:`full_model_state_dict`, a snapshot (torch's own shares the
-    live ``step`` counters of Adam and its kind).
+    A collective: every rank calls it. Like :func:`full_model_state_dict`, a snapshot.
     """
-    from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict
-
-    full = get_optimizer_state_dict(model, optimizer, options=_full_options(cpu_offload=True))
-    state: dict[str, Any] = _snapshot(full, _live_tensors(model, optimizer))
-    return state
+    del model  # the optimizer's parameters are the model's shards
+    return full_optimizer_state(optimizer)
 
 
 def load_full_optimizer_state_dict(
@@ -402,6 +376,12 @@ def load_full_optimizer_state_dict(
 
     A collective: every rank calls it; other ranks may pass ``{}``.
     """
-    from torch.distributed.checkpoint.state_dict import set_optimizer_state_dict
+    del model
+    params = [p for group in optimizer.param_groups for p in group["params"]]
 
-    set_optimizer_state_dict(model, optimizer, dict(state_dict), options=_full_options(broadcast_from_rank0=True))
+    def place(path: tuple[Any, ...], tensor: torch.Tensor) -> Any:
+        # ('state', parameter number, key): a state tensor shaped like its parameter becomes a shard like it.
+        like = params[path[1]] if len(path) == 3 and path[0] == "state" and path[1] < len(params) else None
+        return shard_like(tensor, like)
+
+    optimizer.load_state_dict(broadcast_full_state(dict(state_dict), place))

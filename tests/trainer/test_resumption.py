@@ -8,7 +8,10 @@ It trains with ``autoresume=True`` into FOLDER (shuffling without a generator, a
 LabelSmoothing, SelectiveBackprop, a composer scheduler, a save every 3 batches), then writes the final weights to
 ``FOLDER/final.pt`` and appends the checkpoint it resumed from (or ``-``) to ``FOLDER/resumed.txt``.
 ``KILL_AT=<batch>:<event>`` makes it SIGKILL itself at that event of that batch (1-based);
-``COMPOSER_CHECKPOINT_FAULT`` (read by the checkpoint writer) kills it inside a save; ``SOAK_BALLAST_MB=<n>`` adds
+``KILL_IN_SAVE=<moment>:<glob>`` kills it inside the save of a checkpoint whose file name matches the glob, at
+``after_write`` (written, not yet flushed to disk) or ``after_fsync`` (on disk, not yet renamed): the command patches
+the writer's seams for that (``composer.utils.checkpoint.local_io._after_write`` and ``_after_fsync``);
+``SOAK_BALLAST_MB=<n>`` adds
 an n-MB buffer to the model, so that every save writes that much more (the kill soak's slow saves).
 
 Importing torch and composer takes seconds, so the tests start the command's process image once (``--serve``, a
@@ -18,6 +21,7 @@ process, killed for real. One test checks that a run started as a plain command 
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import signal
@@ -33,12 +37,14 @@ from composer import Callback, Trainer
 from composer.algorithms import LabelSmoothing, MixUp, SelectiveBackprop
 from composer.models import ComposerClassifier
 from composer.optim.scheduler_functions import cosine_annealing_scheduler
-from composer.utils.checkpoint import FAULT_ENV_VAR, find_checkpoints, read_checkpoint
+from composer.utils.checkpoint import find_checkpoints, local_io, read_checkpoint
 
 REPO = Path(__file__).resolve().parents[2]
 PATTERN = "ep{epoch}-ba{batch}-rank{rank}.pt"
 BATCHES_PER_EPOCH, EPOCHS = 6, 3
 BALLAST_ENV_VAR = "SOAK_BALLAST_MB"
+SAVE_KILL_ENV_VAR = "KILL_IN_SAVE"
+SAVE_MOMENTS = ("after_write", "after_fsync")
 
 
 # ---- the training command ------------------------------------------------------------------------------------------
@@ -72,7 +78,23 @@ class KillAt(Callback):
             os.kill(os.getpid(), signal.SIGKILL)
 
 
+def kill_in_save(spec: str) -> None:
+    """Makes the checkpoint writer SIGKILL this process at ``<moment>:<glob>``: at that moment of writing a file
+    whose name matches the glob (by patching the writer's seam for the moment)."""
+    moment, _, name_glob = spec.partition(":")
+    if moment not in SAVE_MOMENTS:
+        raise ValueError(f"{SAVE_KILL_ENV_VAR}={spec!r}: expected one of {list(SAVE_MOMENTS)}, then ':<glob>'.")
+
+    def kill(path: Path) -> None:
+        if fnmatch.fnmatchcase(path.name, name_glob or "*"):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    setattr(local_io, f"_{moment}", kill)
+
+
 def main(folder: str, num_workers: int) -> None:
+    if os.environ.get(SAVE_KILL_ENV_VAR):
+        kill_in_save(os.environ[SAVE_KILL_ENV_VAR])
     torch.set_num_threads(1)
     torch.manual_seed(1)
     net = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.ReLU(), torch.nn.Dropout(0.3), torch.nn.Linear(16, 3))
@@ -145,7 +167,7 @@ pytestmark = [
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("KILL_AT", FAULT_ENV_VAR, BALLAST_ENV_VAR)}
+    env = {k: v for k, v in os.environ.items() if k not in ("KILL_AT", SAVE_KILL_ENV_VAR, BALLAST_ENV_VAR)}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     return env
 
@@ -240,7 +262,7 @@ def test_sigkill_at_a_batch_then_the_same_command_finishes_bitwise_equal(
 def test_sigkill_inside_a_save_then_the_same_command_finishes_bitwise_equal(runner, tmp_path, tmp_path_factory, moment):
     expected = runner.baseline(tmp_path_factory, 0)
     # Killed while writing the checkpoint of batch 9: its complete temporary file is left behind, never renamed.
-    assert runner.run(tmp_path, 0, **{FAULT_ENV_VAR: f"{moment}:*-ba9-*"}) == -signal.SIGKILL
+    assert runner.run(tmp_path, 0, **{SAVE_KILL_ENV_VAR: f"{moment}:*-ba9-*"}) == -signal.SIGKILL
     leftovers = [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name]
     assert len(leftovers) == 1 and leftovers[0].startswith(".ep1-ba9-rank0.pt.tmp-")
     assert [p.name for p in assert_every_checkpoint_is_valid(tmp_path)] == ["ep0-ba6-rank0.pt", "ep0-ba3-rank0.pt"]

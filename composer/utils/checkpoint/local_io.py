@@ -1,0 +1,205 @@
+"""Writing checkpoint files to a local disk: atomic replacement, fsync, the checksum trailer, temporary files.
+
+A file is written under a temporary name in the same folder (``.<name>.tmp-<pid>``), flushed to disk (``fsync``),
+and only then renamed into place, so a crash leaves either the old files or the complete new one, plus at worst a
+temporary file that nothing reads (:func:`remove_stale_temporary_files` deletes those of processes that are gone).
+A ``torch.save`` file (a zip archive) gets the SHA-256 of its bytes in the archive's comment, which readers skip;
+a safetensors file gets it in its header.
+
+Tests that simulate a crash between the steps patch :func:`_after_write` (the file is written, not yet flushed to
+disk) or :func:`_after_fsync` (on disk, not yet renamed): both are no-ops that :func:`_atomic_write` calls with the
+checkpoint's final path at those moments. Nothing in the library kills a process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import struct
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import torch
+
+__all__ = ["FORMAT_VERSION", "is_safetensors_available", "link_latest", "remove_stale_temporary_files"]
+
+FORMAT_VERSION = 1
+_TRAILER_PREFIX = b"composer-sha256:"
+_TRAILER_SIZE = len(_TRAILER_PREFIX) + 64  # hex digest
+_PLACEHOLDER = "0" * 64  # where a safetensors header's digest goes
+
+
+def is_safetensors_available() -> bool:
+    """Whether the optional ``safetensors`` package is installed (for ``*.safetensors`` weight files)."""
+    return importlib.util.find_spec("safetensors") is not None
+
+
+def _write_torch(payload: Any, path: Path) -> None:
+    torch.save(payload, path)
+    with open(path, "r+b") as f:
+        # Hash the archive as torch wrote it (read back from the page cache: faster than hashing through a Python
+        # file object torch would write to). It ends with the 2-byte length of its comment, 0: set it, then append
+        # the comment.
+        digest = hashlib.sha256()
+        _hash_rest(f, digest)
+        trailer = _TRAILER_PREFIX + digest.hexdigest().encode()
+        f.seek(-2, os.SEEK_END)
+        f.write(struct.pack("<H", len(trailer)) + trailer)
+
+
+def _write_safetensors(path: Path, weights: Mapping[str, torch.Tensor], info: Mapping[str, Any]) -> None:
+    if not is_safetensors_available():
+        raise ImportError(
+            f"Saving {path} needs the 'safetensors' package; install it with `pip install safetensors`, or save to "
+            "a '.pt' name."
+        )
+    from safetensors.torch import save
+
+    # The header holds the SHA-256 of the whole file as written with a placeholder in its place; the digest has the
+    # placeholder's length, so putting it in moves nothing.
+    header = {"format_version": str(FORMAT_VERSION), "metadata": json.dumps(info), "checksum": _PLACEHOLDER}
+    try:
+        data = memoryview(save(dict(weights), metadata=header))
+    except Exception as e:  # safetensors refuses tensors that share memory (tied weights)
+        raise ValueError(f"Cannot write {path} as safetensors ({e}); save it to a '.pt' name instead.") from e
+    header_size = struct.unpack("<Q", data[:8])[0]
+    at = bytes(data[: 8 + header_size]).index(_PLACEHOLDER.encode())
+    digest = hashlib.sha256(data).hexdigest().encode()
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as f:
+            f.write(data[:at])
+            f.write(digest)
+            f.write(data[at + len(digest) :])
+
+    _atomic_write(path, write)
+
+
+def _atomic_write(path: Path, write: Callable[[Path], Any]) -> None:
+    """Write to a temporary file next to ``path``, flush it to disk, then rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        write(tmp)
+        _after_write(path)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        _after_fsync(path)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_folder(path.parent)
+
+
+def _after_write(path: Path) -> None:
+    """Called once the temporary file of ``path`` is written, before it is flushed to disk; a seam for tests."""
+
+
+def _after_fsync(path: Path) -> None:
+    """Called once the temporary file of ``path`` is on disk, before it is renamed into place; a seam for tests."""
+
+
+def _fsync_folder(folder: Path) -> None:
+    # Makes the rename itself durable; not every platform can open a folder.
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+_TEMPORARY_NAME = re.compile(r"\..+\.tmp-(?P<pid>[0-9]+)")
+
+
+def remove_stale_temporary_files(folder: str | Path) -> list[Path]:
+    """Deletes the temporary files that writers killed mid-save left under ``folder`` (those of live processes stay).
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> _ = (folder / ".ep0-ba3.pt.tmp-999999999").write_text("partial")
+        >>> [p.name for p in remove_stale_temporary_files(folder)]
+        ['.ep0-ba3.pt.tmp-999999999']
+    """
+    removed = []
+    for path in Path(folder).rglob(".*.tmp-*"):
+        match = _TEMPORARY_NAME.fullmatch(path.name)
+        if match is None or _process_alive(int(match.group("pid"))):
+            continue
+        path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return pid < 2**22  # exists but is someone else's (or the id is out of range: then it never existed)
+    return True
+
+
+def link_latest(link: str | Path, target: str | Path) -> None:
+    """Points the symlink ``link`` at ``target`` (a relative link, replaced atomically).
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> _ = (folder / "ep1-ba8.pt").write_text("")
+        >>> link_latest(folder / "latest-rank0.pt", folder / "ep1-ba8.pt")
+        >>> (folder / "latest-rank0.pt").resolve().name
+        'ep1-ba8.pt'
+    """
+    link, target = Path(link), Path(target)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    tmp = link.with_name(f".{link.name}.tmp-{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    os.symlink(os.path.relpath(target, link.parent), tmp)
+    os.replace(tmp, link)
+    _fsync_folder(link.parent)
+
+
+def _file_checksum_matches(path: Path) -> bool | None:
+    """Whether the file's bytes hash to the digest in its trailing zip comment; None if it has no such comment."""
+    size = path.stat().st_size
+    body = size - _TRAILER_SIZE - 2  # the bytes torch.save wrote, but for the comment length it ends with
+    with open(path, "rb") as f:
+        if body < 0:
+            return None
+        f.seek(body)
+        tail = f.read()
+        if struct.unpack("<H", tail[:2])[0] != _TRAILER_SIZE or not tail[2:].startswith(_TRAILER_PREFIX):
+            return None
+        expected = tail[2 + len(_TRAILER_PREFIX) :]
+        f.seek(0)
+        digest = hashlib.sha256()
+        _hash_rest(f, digest, body)
+    digest.update(b"\0\0")
+    return digest.hexdigest().encode() == expected
+
+
+def _hash_rest(f: BinaryIO, digest: Any, limit: int | None = None) -> None:
+    """Feeds the file from its current position (``limit`` bytes at most) to ``digest``, 16 MiB at a time."""
+    buffer = memoryview(bytearray(1 << 24))
+    remaining = limit if limit is not None else float("inf")
+    while remaining > 0:
+        read = f.readinto(buffer[: int(min(remaining, len(buffer)))])  # type: ignore[attr-defined]
+        if not read:
+            return
+        digest.update(buffer[:read])
+        remaining -= read
