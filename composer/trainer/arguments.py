@@ -20,6 +20,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar
@@ -35,6 +36,7 @@ from composer.core.logging.logger import LoggerDestination
 __all__ = [
     "algorithm_list",
     "callback_list",
+    "check_grad_accum",
     "check_optimizer_params",
     "check_optimizers",
     "check_scheduler_optimizers",
@@ -375,6 +377,48 @@ def check_scheduler_optimizers(schedulers: Sequence[Any], optimizers: Sequence[t
                 "the scheduler on the optimizer you pass as optimizers= (pass optimizers= yourself if you relied on "
                 "the default one)."
             )
+
+
+def check_grad_accum(grad_accum: Any) -> tuple[int, bool]:
+    """The microbatch count to start at and whether it adapts: ``(n, False)`` for a positive int ``n``, ``(1, True)``
+    for ``'auto'`` (see :mod:`composer.trainer.microbatching`); anything else raises, naming the fix.
+
+    Example:
+        >>> check_grad_accum(4), check_grad_accum("auto")
+        ((4, False), (1, True))
+        >>> check_grad_accum("automatic")
+        Traceback (most recent call last):
+        ...
+        ValueError: grad_accum='automatic' is not a microbatch count. Expected a positive integer (the microbatches ...
+    """
+    expected = (
+        "Expected a positive integer (the microbatches each batch is split into; 1: none) or 'auto' (start at 1 "
+        "and double it whenever a batch runs out of GPU memory)."
+    )
+    if isinstance(grad_accum, str):
+        if grad_accum.strip().lower() == "auto":
+            return 1, True
+        raise ValueError(f"grad_accum={grad_accum!r} is not a microbatch count. {expected} To fix: grad_accum='auto'.")
+    if isinstance(grad_accum, bool):
+        raise TypeError(
+            f"grad_accum={grad_accum!r} is a bool, not a microbatch count. {expected} To fix: grad_accum=1 (no "
+            "accumulation) or grad_accum='auto'."
+        )
+    if isinstance(grad_accum, float) and grad_accum.is_integer() and grad_accum >= 1:
+        raise TypeError(f"grad_accum={grad_accum!r} is a float. {expected} To fix: grad_accum={int(grad_accum)}.")
+    if not isinstance(grad_accum, int):
+        finite = isinstance(grad_accum, float) and math.isfinite(grad_accum) and grad_accum > 0
+        suggestion = max(1, math.ceil(grad_accum)) if finite else 1
+        raise TypeError(
+            f"grad_accum={grad_accum!r} ({type(grad_accum).__name__}) is not a microbatch count. {expected} To fix: "
+            f"grad_accum={suggestion} or grad_accum='auto'."
+        )
+    if grad_accum < 1:
+        raise ValueError(
+            f"grad_accum={grad_accum!r} must be at least 1. {expected} To fix: grad_accum=1 (no accumulation) or "
+            "grad_accum='auto'."
+        )
+    return grad_accum, False
 
 
 # ---- the optimizers against the model -----------------------------------------------------------------------------

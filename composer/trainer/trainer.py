@@ -31,6 +31,7 @@ from composer.models.base import ComposerModel
 from composer.trainer.arguments import (
     algorithm_list,
     callback_list,
+    check_grad_accum,
     check_optimizer_params,
     check_optimizers,
     check_scheduler_optimizers,
@@ -59,6 +60,7 @@ from composer.trainer.distributed import (
 )
 from composer.trainer.fit_warnings import warn_before_fit
 from composer.trainer.fsdp import FSDPConfig, prepare_fsdp_module, resolve_fsdp_config
+from composer.trainer.microbatching import Microbatching, is_out_of_memory, join_outputs
 from composer.trainer.precision import make_grad_scaler, precision_context
 from composer.trainer.schedulers import TrainerSchedulers
 from composer.utils.checkpoint import save_checkpoint
@@ -94,7 +96,14 @@ class Trainer:
         schedulers (callable | torch LRScheduler | Sequence, optional): Composer scheduler functions (multiplied
             together, called with ``ssr``, stepped every batch) and/or torch schedulers.
         device (str | torch.device, optional): ``'cpu'``, ``'cuda'``; default: CUDA when available.
-        grad_accum (int): Split each batch into this many microbatches; the update equals the full batch's.
+        grad_accum (int | str): Split each batch into this many microbatches; the update equals the full batch's.
+            ``'auto'``: start at 1 (or at a loaded checkpoint's count) and, whenever a batch runs out of GPU memory
+            (``torch.cuda.OutOfMemoryError``), free what it allocated, double the count (halve the microbatch) and
+            train the batch again from its start, with the same random draws; every rank agrees on the count, the
+            update equals a run at the final count, and evaluation batches are split the same way. The count found
+            is logged (``trainer/grad_accum``) and saved in checkpoints, so a resumed run continues at it; to start
+            a new run at a count found before, pass it as a fixed ``grad_accum=N``. See
+            :mod:`composer.trainer.microbatching`.
         grad_clip_norm (float, optional): Clip the global gradient norm (after unscaling) to this value.
         precision (str | Precision): ``'fp32'``, ``'amp'`` (fp16 with a gradient scaler) or ``'bf16'``.
         scale_schedule_ratio (float): Train ``ratio x max_duration``; composer schedulers stretch to match.
@@ -202,7 +211,7 @@ class Trainer:
         optimizers: torch.optim.Optimizer | Sequence[torch.optim.Optimizer] | None = None,
         schedulers: Any = None,
         device: str | torch.device | None = None,
-        grad_accum: int = 1,
+        grad_accum: int | str = 1,
         grad_clip_norm: float | None = None,
         precision: str | Precision = Precision.FP32,
         scale_schedule_ratio: float = 1.0,
@@ -241,8 +250,7 @@ class Trainer:
                 f"model must be a ComposerModel, got {type(model).__name__}. Wrap a classifier with "
                 "composer.models.ComposerClassifier(module), or subclass ComposerModel (forward and loss)."
             )
-        if not isinstance(grad_accum, int) or grad_accum < 1:
-            raise ValueError(f"grad_accum={grad_accum!r} must be a positive integer (microbatches per batch).")
+        grad_accum, auto_microbatching = check_grad_accum(grad_accum)
         if grad_clip_norm is not None and grad_clip_norm <= 0:
             raise ValueError(f"grad_clip_norm={grad_clip_norm!r} must be positive, or None to disable clipping.")
         # One object where a list is expected becomes a list of one; a class, a name or a wrong kind raises here.
@@ -257,6 +265,13 @@ class Trainer:
         self._moves_batches = self.device.type != "cpu"  # read per batch: a bool is cheaper than torch.device.type
         self._launched = is_launched()
         self.fsdp_config = resolve_fsdp_config(fsdp_config, precision)  # needs the process group: after init
+        if auto_microbatching and self.fsdp_config is not None:
+            # Every FSDP forward and backward is a collective: a rank that ran out of memory mid-pass would leave the
+            # others waiting in a parameter gather (see composer/trainer/DISTRIBUTED.md).
+            raise ValueError(
+                "grad_accum='auto' is not supported with fsdp_config yet. To fix: pass the count found in an "
+                "unsharded run, or in an earlier run's log (trainer/grad_accum), as a fixed grad_accum=N."
+            )
         if precision == Precision.BF16 and self.device.type == "cuda" and not torch.cuda.is_bf16_supported():
             raise ValueError("precision='bf16' but this GPU does not support bfloat16; use 'amp' or 'fp32'.")
 
@@ -364,6 +379,14 @@ class Trainer:
                 else wrap_ddp(model, self.device, find_unused_parameters=find_unused_parameters)
             )
             self._synced_model = model if self.fsdp_config is not None else self.ddp_model  # what no_sync applies to
+            # grad_accum='auto': under DDP the attempt syncs nothing; the gradients are averaged once the ranks agree.
+            self._microbatching = Microbatching(
+                auto=auto_microbatching,
+                logger=self.logger,
+                defer_sync=auto_microbatching and self.ddp_model is not None,
+                parameters=model.parameters,
+                buffers=model,
+            )
             seed_rank(self.seed)
         except BaseException:
             self.close()  # callbacks may have opened files at INIT; the caller never gets a Trainer to close
@@ -537,33 +560,29 @@ class Trainer:
         return batch_loss
 
     def _train_microbatches(self) -> torch.Tensor:
-        """BEFORE_TRAIN_BATCH ... AFTER_TRAIN_BATCH: the gradient of the whole batch, as the sum over microbatches."""
+        """BEFORE_TRAIN_BATCH ... AFTER_TRAIN_BATCH: the gradient of the whole batch, as the sum over microbatches.
+
+        With ``grad_accum='auto'``, an attempt that runs out of memory (on any rank) is run again from
+        ``BEFORE_TRAIN_BATCH`` with twice the microbatches, on the same batch and random draws
+        (:mod:`composer.trainer.microbatching`).
+        """
         state, engine, listening = self.state, self.engine, self.engine.listening
-        if listening[Event.BEFORE_TRAIN_BATCH]:
-            engine.run_event(Event.BEFORE_TRAIN_BATCH)
-        for optimizer in state.optimizers:
-            optimizer.zero_grad(set_to_none=True)
         full_batch, full_samples = state.batch, state.batch_num_samples
-        microbatches: Sequence[Any]
-        if state.grad_accum == 1:
-            microbatches = [full_batch]
-        else:
-            microbatches = self._train_spec.split_batch(full_batch, state.grad_accum)
-            full_samples = sum(self._train_spec.get_num_samples_in_batch(mb) for mb in microbatches)
-        total_loss: torch.Tensor | None = None
-        last = len(microbatches) - 1
-        for i, microbatch in enumerate(microbatches):
-            state.batch = microbatch
-            if last:
-                state.batch_num_samples = self._train_spec.get_num_samples_in_batch(microbatch)
-            if i == last:  # the only or last microbatch: its backward synchronises the gradients (launched)
-                loss = self._train_microbatch(full_samples if last else None)
-            else:  # launched with single_auto_sync: the others only accumulate
-                with ddp_sync_context(self._synced_model, self._ddp_sync_strategy, is_final_microbatch=False):
-                    loss = self._train_microbatch(full_samples)
-            total_loss = loss if total_loss is None else total_loss + loss
-        assert total_loss is not None
-        state.batch, state.batch_num_samples, state.loss = full_batch, full_samples, total_loss
+        snapshot = self._microbatching.snapshot(state, self._model)  # None unless 'auto'
+        while True:
+            if listening[Event.BEFORE_TRAIN_BATCH]:
+                engine.run_event(Event.BEFORE_TRAIN_BATCH)
+            for optimizer in state.optimizers:
+                optimizer.zero_grad(set_to_none=True)
+            if snapshot is None:
+                total_loss, samples = self._accumulate(full_batch, full_samples)
+                break
+            attempt = self._microbatching.attempt(state, snapshot, lambda: self._accumulate(full_batch, full_samples))
+            state.batch, state.batch_num_samples = full_batch, full_samples
+            if attempt is not None:
+                total_loss, samples = attempt
+                break
+        state.batch, state.batch_num_samples, state.loss = full_batch, samples, total_loss
         if state.scaler is not None:
             for optimizer in state.optimizers:
                 state.scaler.unscale_(optimizer)
@@ -572,6 +591,38 @@ class Trainer:
         if listening[Event.AFTER_TRAIN_BATCH]:
             engine.run_event(Event.AFTER_TRAIN_BATCH)
         return total_loss
+
+    def _accumulate(self, full_batch: Any, full_samples: int) -> tuple[torch.Tensor, int]:
+        """Forward and backward over the microbatches of ``full_batch``; returns the summed loss and the samples."""
+        state, spec = self.state, self._train_spec
+        microbatches: Sequence[Any]
+        # 'auto' may double grad_accum past a small batch (the last of an epoch): then one sample per microbatch.
+        count = min(state.grad_accum, full_samples) if self._microbatching.auto else state.grad_accum
+        if count == 1:
+            microbatches = [full_batch]
+        else:
+            microbatches = spec.split_batch(full_batch, count)
+            full_samples = sum(spec.get_num_samples_in_batch(mb) for mb in microbatches)
+        defer_sync = self._microbatching.defer_sync  # 'auto' under DDP: Microbatching.agree averages the gradients
+        total_loss: torch.Tensor | None = None
+        last = len(microbatches) - 1
+        for i, microbatch in enumerate(microbatches):
+            state.batch = microbatch
+            if last:
+                state.batch_num_samples = spec.get_num_samples_in_batch(microbatch)
+            weight_by = full_samples if last else None
+            if defer_sync:
+                assert self.ddp_model is not None
+                with self.ddp_model.no_sync():
+                    loss = self._train_microbatch(weight_by)
+            elif i == last:  # the only or last microbatch: its backward synchronises the gradients (launched)
+                loss = self._train_microbatch(weight_by)
+            else:  # launched with single_auto_sync: the others only accumulate
+                with ddp_sync_context(self._synced_model, self._ddp_sync_strategy, is_final_microbatch=False):
+                    loss = self._train_microbatch(weight_by)
+            total_loss = loss if total_loss is None else total_loss + loss
+        assert total_loss is not None
+        return total_loss, full_samples
 
     def _train_microbatch(self, full_samples: int | None) -> torch.Tensor:
         """BEFORE_FORWARD ... AFTER_BACKWARD for ``state.batch``; returns its (detached) loss.
@@ -677,12 +728,9 @@ class Trainer:
                 state.batch = spec.device_transforms(batch)
                 state.batch_num_samples = spec.get_num_samples_in_batch(state.batch)
                 engine.run_event(Event.EVAL_BATCH_START)
-                engine.run_event(Event.EVAL_BEFORE_FORWARD)
-                with self._precision_context():
-                    state.outputs = model.eval_forward(state.batch)
-                engine.run_event(Event.EVAL_AFTER_FORWARD)
-                for metric in metrics.values():
-                    model.update_metric(state.batch, state.outputs, metric)
+                for part, outputs in self._eval_forward(evaluator.label, spec):
+                    for metric in metrics.values():
+                        model.update_metric(part, outputs, metric)
                 engine.run_event(Event.EVAL_BATCH_END)
             results = {f"metrics/{evaluator.label}/{name}": float(m.compute()) for name, m in metrics.items()}
             self.logger.metric(level, results)
@@ -691,6 +739,44 @@ class Trainer:
         state.dataloader, state.dataloader_label = self._train_spec.dataloader, "train"
         state.batch = train_batch
         return results
+
+    def _eval_forward(self, label: str, spec: DataSpec) -> list[tuple[Any, Any]]:
+        """EVAL_BEFORE_FORWARD ... EVAL_AFTER_FORWARD for ``state.batch``; returns each (part, its outputs).
+
+        One part, unless ``grad_accum='auto'`` found that this evaluator's batches run out of memory: then the batch
+        is split (:mod:`composer.trainer.microbatching`), each part's events fire in turn, and ``state.outputs`` is
+        the parts' outputs joined. An attempt that runs out of memory is dropped whole and the batch run again in
+        twice as many parts; the caller updates the metrics only with the parts of the attempt that succeeded.
+        """
+        state, engine, model, microbatching = self.state, self.engine, self._model, self._microbatching
+        full_batch, num_samples = state.batch, state.batch_num_samples
+        while True:
+            count = microbatching.eval_count(label)
+            parts = [full_batch] if count == 1 else spec.split_batch(full_batch, min(count, num_samples))
+            done: list[tuple[Any, Any]] = []
+            failure = None
+            try:
+                for part in parts:
+                    state.batch = part
+                    if count > 1:
+                        state.batch_num_samples = spec.get_num_samples_in_batch(part)
+                    engine.run_event(Event.EVAL_BEFORE_FORWARD)
+                    with self._precision_context():
+                        state.outputs = model.eval_forward(state.batch)
+                    engine.run_event(Event.EVAL_AFTER_FORWARD)
+                    done.append((state.batch, state.outputs))
+            except Exception as error:
+                if not (microbatching.auto and is_out_of_memory(error)):
+                    raise
+                failure = str(error).splitlines()[0] if str(error) else type(error).__name__
+            state.batch, state.batch_num_samples = full_batch, num_samples
+            if failure is None:
+                break
+            done = []  # out of the except block: the attempt's activations are released with the error
+            microbatching.eval_out_of_memory(state, label, num_samples, failure)
+        if len(done) > 1:
+            state.outputs = join_outputs([outputs for _, outputs in done])
+        return done
 
     def _padding_forward(self, spec: DataSpec, batch: Any) -> None:
         """An evaluation forward pass whose outputs are dropped (no event, no metric): see ``lockstep_batches``."""

@@ -38,9 +38,10 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO) + (os.pathsep + path if path else ""), "OMP_NUM_THREADS": "1"}
 
 
-def torchrun(scenario: str, folder: Path) -> subprocess.CompletedProcess[str]:
-    """Runs the worker under ``python -m torch.distributed.run --nproc_per_node 2`` and returns when it ends (after
-    ``JOB_TIMEOUT`` seconds the launcher and its workers are killed, and the test fails)."""
+def torchrun(scenario: str, folder: Path, worker: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Runs ``worker`` (default: ``WORKER``, read at the call, tests/trainer/dist_worker.py) under ``python -m torch.distributed.run
+    --nproc_per_node 2`` and returns when it ends (after ``JOB_TIMEOUT`` seconds the launcher and its workers are
+    killed, and the test fails)."""
     command = [
         sys.executable,
         "-m",
@@ -48,7 +49,7 @@ def torchrun(scenario: str, folder: Path) -> subprocess.CompletedProcess[str]:
         f"--nproc_per_node={WORLD_SIZE}",
         "--master_addr=127.0.0.1",
         f"--master_port={free_port()}",
-        str(WORKER),
+        str(worker or WORKER),
         scenario,
         str(folder),
     ]

@@ -1,0 +1,380 @@
+"""Automatic microbatching (``grad_accum='auto'``): when a batch runs out of GPU memory, split it into twice as many
+microbatches and train it again from its start, until it fits.
+
+The Trainer runs each batch's gradient as an *attempt* (``BEFORE_TRAIN_BATCH`` ... the microbatches, before the
+gradients are unscaled, clipped and ``AFTER_TRAIN_BATCH`` fires). With ``'auto'``, before the first attempt it takes
+an :class:`AttemptSnapshot` (the random states of the process and of ``state.rng``, and a copy of the model's
+buffers: BatchNorm statistics), and when an attempt raises :class:`torch.cuda.OutOfMemoryError`:
+
+1. the failed attempt's memory is freed: the error and its traceback (which hold the activations) are dropped,
+   ``state.outputs`` and ``state.loss`` cleared, every gradient set to None, then ``gc.collect()`` and
+   ``torch.cuda.empty_cache()``;
+2. the microbatch count doubles (:func:`next_grad_accum`: the microbatch size halves), capped at one sample per
+   microbatch; a microbatch of one sample that still runs out of memory raises :class:`MicrobatchTooSmallError`;
+3. the new count is logged (``trainer/grad_accum`` and ``trainer/microbatch_size`` through the Logger, and a warning
+   on Python's ``logging``), and kept in ``state.grad_accum``, so checkpoints carry it and a resumed run continues at it;
+4. the snapshot is put back, and the attempt runs again on the same batch, with the same random draws.
+
+The batch itself is kept: ``AFTER_DATALOADER`` and ``BATCH_START`` (where algorithms change the batch) fired once and
+do not fire again, nor do ``AFTER_TRAIN_BATCH`` (only a successful attempt reaches it), ``BATCH_END`` or the
+checkpoint events. ``BEFORE_TRAIN_BATCH`` opens every attempt, exactly as it opens every re-run of the optimizer's
+closure under SAM: algorithms that walk the microbatches of a batch (MixUp's target cursor, NaNMonitor's microbatch
+count) restart there. The microbatch events (``BEFORE_FORWARD`` ... ``AFTER_BACKWARD``) fire for every microbatch
+an attempt reaches, the failed one's included (up to where it failed). No optimizer step, scheduler step or timer
+update happens in an attempt, so the update of the batch equals that of a run started at the final count (bitwise on
+CPU with deterministic kernels: the same microbatches, summed in the same order, from the same random draws).
+
+Launched on several processes, every rank must agree: after each attempt the ranks all-reduce (MAX) whether any ran
+out of memory (:meth:`Microbatching.agree`), and all of them retry when one did. So that no rank is left inside a
+collective that a failed rank never reaches, the attempt itself communicates nothing: under DistributedDataParallel
+every microbatch runs under ``no_sync`` and the gradients are averaged after the ranks agree
+(:func:`average_gradients`, in 25 MB buckets, the same arithmetic as DDP's own all-reduce, but after the backward pass
+instead of overlapping it), then rank 0's buffers are broadcast (:func:`broadcast_buffers`, as DDP's
+``broadcast_buffers`` does). With FSDP every forward and backward is a collective, so ``'auto'`` is refused there.
+
+Evaluation adapts the same way, per evaluator: an out-of-memory ``eval_forward`` splits the evaluation batch in twice
+as many parts and runs the batch again; the metrics are updated only once every part of the batch has succeeded, so
+they equal an evaluation at the smaller batch size.
+
+Example:
+    >>> next_grad_accum(1, num_samples=8)
+    2
+    >>> next_grad_accum(4, num_samples=6)  # microbatches of 2, 2, 1, 1 -> of one sample each
+    6
+    >>> next_grad_accum(8, num_samples=8) is None  # already one sample per microbatch
+    True
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import torch
+
+from composer.core.logging.logger import Logger
+from composer.core.state import State
+from composer.utils import dist
+
+__all__ = [
+    "AttemptSnapshot",
+    "MicrobatchTooSmallError",
+    "Microbatching",
+    "average_gradients",
+    "broadcast_buffers",
+    "free_attempt_memory",
+    "is_out_of_memory",
+    "join_outputs",
+    "next_grad_accum",
+]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_BUCKET_BYTES = 25 * 1024 * 1024  # DDP's default bucket size
+
+
+class MicrobatchTooSmallError(RuntimeError):
+    """Raised when a microbatch of one sample runs out of memory: ``grad_accum='auto'`` cannot split it further."""
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """Whether ``error`` is CUDA running out of memory (the errors ``grad_accum='auto'`` recovers from).
+
+    Example:
+        >>> is_out_of_memory(torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+        True
+        >>> is_out_of_memory(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
+        False
+    """
+    if isinstance(error, torch.cuda.OutOfMemoryError):
+        return True
+    # Errors raised by a kernel's own allocator (cuBLAS, cuDNN workspaces) are plain RuntimeErrors.
+    return isinstance(error, RuntimeError) and str(error).startswith("CUDA out of memory")
+
+
+def next_grad_accum(grad_accum: int, num_samples: int) -> int | None:
+    """The microbatch count after ``grad_accum`` microbatches of a ``num_samples`` batch ran out of memory: twice as
+    many (half the samples each), at most one sample each; None when the microbatches already hold one sample."""
+    if min(grad_accum, num_samples) >= num_samples:
+        return None
+    return min(2 * grad_accum, num_samples)
+
+
+def join_outputs(parts: Sequence[Any]) -> Any:
+    """The outputs of a batch's parts put together along the sample dimension: tensors concatenated, tuples, lists
+    and dicts joined entry by entry; anything else (a 0-d tensor, an object) stays the list of the parts' values.
+
+    Example:
+        >>> join_outputs([torch.zeros(2, 3), torch.ones(1, 3)]).shape
+        torch.Size([3, 3])
+        >>> joined = join_outputs([{"logits": torch.zeros(2, 3), "n": 2}, {"logits": torch.ones(1, 3), "n": 1}])
+        >>> joined["logits"].shape, joined["n"]
+        (torch.Size([3, 3]), [2, 1])
+    """
+    first = parts[0]
+    if isinstance(first, torch.Tensor) and first.dim() > 0:
+        return torch.cat(list(parts))
+    if isinstance(first, dict):
+        return {key: join_outputs([part[key] for part in parts]) for key in first}
+    if isinstance(first, (tuple, list)) and not hasattr(first, "_fields"):
+        return type(first)(join_outputs([part[i] for part in parts]) for i in range(len(first)))
+    return list(parts)
+
+
+def microbatch_size(num_samples: int, grad_accum: int) -> int:
+    """The largest microbatch of a ``num_samples`` batch split into ``grad_accum`` parts (as ``split_batch`` does)."""
+    return math.ceil(num_samples / max(1, min(grad_accum, num_samples)))
+
+
+def free_attempt_memory(state: State, parameters: Iterator[torch.nn.Parameter]) -> None:
+    """Releases what a failed attempt allocated: its outputs and loss, every gradient, then the allocator's cache.
+
+    The caller must already have dropped the error (its traceback holds the frames, and so the activations).
+    """
+    state.outputs, state.loss = None, None
+    for optimizer in state.optimizers:
+        optimizer.zero_grad(set_to_none=True)
+    for parameter in parameters:  # parameters no optimizer holds get gradients too
+        parameter.grad = None
+    _empty_cache()
+
+
+def _empty_cache() -> None:
+    gc.collect()  # reference cycles through autograd's graph, if any
+    if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
+        torch.cuda.empty_cache()  # hand the freed blocks back, so that fragmentation does not fail the retry
+
+
+@dataclass
+class AttemptSnapshot:
+    """What an attempt at a batch may change besides the gradients, taken before it: the process's random states
+    (:meth:`State.capture_rng`), ``state.rng``'s, and a copy of each of the model's buffers (BatchNorm statistics,
+    which a forward pass updates)."""
+
+    rng: dict[str, Any]
+    state_rng: torch.Tensor
+    buffers: list[tuple[torch.Tensor, torch.Tensor]]
+
+    @classmethod
+    def take(cls, state: State, model: torch.nn.Module) -> AttemptSnapshot:
+        buffers = [(b, b.detach().clone()) for b in model.buffers()]
+        return cls(state.capture_rng(), state.rng.get_state(), buffers)
+
+    def restore(self, state: State) -> None:
+        state.restore_rng(self.rng)
+        state.rng.set_state(self.state_rng)
+        with torch.no_grad():
+            for buffer, saved in self.buffers:
+                buffer.copy_(saved)
+
+
+def average_gradients(parameters: Sequence[torch.nn.Parameter], has_grad: Sequence[bool]) -> None:
+    """Averages the gradients over the ranks as DistributedDataParallel does, after its ``no_sync`` microbatches.
+
+    ``has_grad`` says, per parameter, whether any rank has a gradient for it: those that none has stay None (as DDP
+    leaves a parameter unused on every rank); a rank without one where another has one contributes zeros. Each
+    gradient is multiplied by ``1 / world_size`` and the products summed over the ranks (DDP's order of operations),
+    one all-reduce per bucket of at most 25 MB of one dtype and device.
+    """
+    world_size = dist.get_world_size()
+    grads: list[torch.Tensor] = []
+    for parameter, any_rank in zip(parameters, has_grad, strict=True):
+        if not any_rank:
+            continue
+        if parameter.grad is None:
+            parameter.grad = torch.zeros_like(parameter)
+        grads.append(parameter.grad)
+    for bucket in _buckets(grads):
+        flat = torch.cat([g.reshape(-1) for g in bucket])
+        flat.mul_(1.0 / world_size)
+        dist.all_reduce(flat, "sum")
+        offset = 0
+        for grad in bucket:
+            grad.copy_(flat[offset : offset + grad.numel()].view_as(grad))
+            offset += grad.numel()
+
+
+def broadcast_buffers(module: torch.nn.Module) -> None:
+    """Copies rank 0's buffers (BatchNorm statistics) to every rank, as DistributedDataParallel does before a synced
+    forward pass (``broadcast_buffers=True``), which the deferred synchronisation never runs."""
+    with torch.no_grad():
+        for buffer in module.buffers():
+            dist.broadcast(buffer, src=0)
+
+
+def _buckets(grads: list[torch.Tensor]) -> Iterator[list[torch.Tensor]]:
+    groups: dict[tuple[torch.dtype, torch.device], list[torch.Tensor]] = {}
+    for grad in grads:
+        groups.setdefault((grad.dtype, grad.device), []).append(grad)
+    for group in groups.values():
+        bucket: list[torch.Tensor] = []
+        size = 0
+        for grad in group:
+            nbytes = grad.numel() * grad.element_size()
+            if bucket and size + nbytes > _BUCKET_BYTES:
+                yield bucket
+                bucket, size = [], 0
+            bucket.append(grad)
+            size += nbytes
+        if bucket:
+            yield bucket
+
+
+class Microbatching:
+    """The microbatch counts of training and evaluation, and with ``auto`` the search for the largest that fit.
+
+    The training count is ``state.grad_accum`` (saved in checkpoints); the evaluation counts are per evaluator label
+    and start at 1 in each run. See the module docstring for the whole procedure.
+
+    Args:
+        auto (bool): Whether out-of-memory errors are recovered from (``grad_accum='auto'``).
+        logger (Logger): Where the new counts are logged.
+        defer_sync (bool): The attempt runs every microbatch without gradient synchronisation, and
+            :meth:`agree` averages the gradients (``'auto'`` under DistributedDataParallel).
+        parameters (Callable): The parameters whose gradients :meth:`agree` averages and failed attempts free.
+        buffers (torch.nn.Module, optional): With ``defer_sync``, the module whose buffers :meth:`agree` broadcasts
+            from rank 0 after averaging the gradients (what DDP's ``broadcast_buffers`` does); None for none.
+    """
+
+    def __init__(
+        self,
+        *,
+        auto: bool,
+        logger: Logger,
+        defer_sync: bool,
+        parameters: Callable[[], Iterator[torch.nn.Parameter]],
+        buffers: torch.nn.Module | None = None,
+    ) -> None:
+        self.auto = auto
+        self.defer_sync = defer_sync
+        self._logger = logger
+        self._parameters = parameters
+        self._buffers = buffers if buffers is not None and any(True for _ in buffers.buffers()) else None
+        self._eval_counts: dict[str, int] = {}
+
+    # ---- training --------------------------------------------------------------------------------------------------
+
+    def snapshot(self, state: State, model: torch.nn.Module) -> AttemptSnapshot | None:
+        """The snapshot to restore before a retry; None (nothing taken, nothing to pay) unless ``auto``."""
+        return AttemptSnapshot.take(state, model) if self.auto else None
+
+    def attempt(self, state: State, snapshot: AttemptSnapshot, run: Callable[[], T]) -> T | None:
+        """Runs one attempt at the batch; returns its result, or None after every rank agreed to retry it.
+
+        On None, the attempt's memory is freed, ``state.grad_accum`` doubled (and logged) and the snapshot restored:
+        the caller runs the attempt again. Errors other than running out of memory propagate as they are.
+
+        Raises:
+            MicrobatchTooSmallError: If a rank ran out of memory with one sample per microbatch.
+        """
+        num_samples = state.batch_num_samples
+        result: T | None = None
+        failure: str | None = None
+        try:
+            result = run()
+        except Exception as error:
+            if not is_out_of_memory(error):
+                raise
+            failure = str(error).splitlines()[0] if str(error) else type(error).__name__
+        # Out of the except block: the error and its traceback (the attempt's frames and activations) are gone.
+        grad_accum = state.grad_accum
+        proposal = next_grad_accum(grad_accum, num_samples)
+        out_of_memory, any_at_one_sample, agreed_next, _ = self.agree(failure is not None, proposal)
+        if not out_of_memory:
+            return result
+        del result
+        free_attempt_memory(state, self._parameters())
+        if any_at_one_sample or agreed_next is None:
+            where = "this rank" if failure is not None else "another rank"
+            raise MicrobatchTooSmallError(
+                f"Out of memory training batch {state.timer.batch.value} with microbatches of one sample "
+                f"(grad_accum={grad_accum} for a batch of {num_samples} samples, on {where}: "
+                f"{failure or 'see its error'}). grad_accum='auto' cannot split a batch further. To fix: make one "
+                "sample fit, with a smaller model or shorter inputs, precision='bf16' or 'amp', or fsdp_config to "
+                "shard the model over more devices."
+            )
+        state.grad_accum = agreed_next
+        size = microbatch_size(num_samples, agreed_next)
+        log.warning(
+            "Out of memory at batch %d with grad_accum=%d (microbatches of up to %d samples)%s; retrying the batch "
+            "with grad_accum=%d (microbatches of up to %d samples).",
+            state.timer.batch.value,
+            grad_accum,
+            microbatch_size(num_samples, grad_accum),
+            "" if failure is not None else " on another rank",
+            agreed_next,
+            size,
+        )
+        self._logger.metric_batch({"trainer/grad_accum": agreed_next, "trainer/microbatch_size": size})
+        snapshot.restore(state)
+        return None
+
+    def agree(self, out_of_memory: bool, proposal: int | None) -> tuple[bool, bool, int | None, list[bool]]:
+        """What every rank learns after an attempt: whether any ran out of memory, whether any did so with one
+        sample per microbatch, the next microbatch count (the largest proposed) and, with ``defer_sync``, which
+        parameters have a gradient on some rank; then, if none ran out of memory, averages the gradients.
+
+        One all-reduce (MAX) of a small integer tensor, only when launched (a single process needs none).
+        """
+        at_one_sample = out_of_memory and proposal is None
+        parameters = [p for p in self._parameters() if p.requires_grad] if self.defer_sync else []
+        if not dist.is_initialized() or dist.get_world_size() == 1:
+            return out_of_memory, at_one_sample, proposal, [p.grad is not None for p in parameters]
+        device = next((p.device for p in parameters), None) or _collective_device()
+        flags = [int(out_of_memory), int(at_one_sample), proposal or 0, *(p.grad is not None for p in parameters)]
+        agreed = dist.all_reduce(torch.tensor(flags, dtype=torch.int64, device=device), "max").tolist()
+        has_grad = [bool(v) for v in agreed[3:]]
+        any_out_of_memory = bool(agreed[0])
+        if not any_out_of_memory and self.defer_sync:
+            average_gradients(parameters, has_grad)
+            if self._buffers is not None:
+                broadcast_buffers(self._buffers)
+        return any_out_of_memory, bool(agreed[1]), agreed[2] or None, has_grad
+
+    # ---- evaluation ------------------------------------------------------------------------------------------------
+
+    def eval_count(self, label: str) -> int:
+        """How many parts each batch of evaluator ``label`` is split into (1 until one ran out of memory)."""
+        return self._eval_counts.get(label, 1)
+
+    def eval_out_of_memory(self, state: State, label: str, num_samples: int, failure: str) -> int:
+        """Doubles evaluator ``label``'s count after a batch of ``num_samples`` ran out of memory; returns it.
+
+        Raises:
+            MicrobatchTooSmallError: If the parts already held one sample each.
+        """
+        count = self.eval_count(label)
+        state.outputs = None  # the training state (gradients, loss) is left alone
+        _empty_cache()
+        new = next_grad_accum(count, num_samples)
+        if new is None:
+            raise MicrobatchTooSmallError(
+                f"Out of memory evaluating {label!r} one sample at a time ({failure}). grad_accum='auto' cannot split "
+                "an evaluation batch further. To fix: make one sample fit (a smaller model or shorter inputs, "
+                "precision='bf16' or 'amp'), or evaluate on a device with more memory."
+            )
+        self._eval_counts[label] = new
+        size = microbatch_size(num_samples, new)
+        log.warning(
+            "Out of memory evaluating %r in parts of up to %d samples; evaluating the batch again in %d parts of up "
+            "to %d samples.",
+            label,
+            microbatch_size(num_samples, count),
+            new,
+            size,
+        )
+        self._logger.metric_batch({f"trainer/eval_microbatches/{label}": new})
+        return new
+
+
+def _collective_device() -> torch.device:
+    # nccl reduces CUDA tensors only; gloo CPU ones.
+    if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
