@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import logging
 import math
+import threading
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -25,6 +26,7 @@ from composer.utils.checkpoint import (
     remove_stale_temporary_files,
     save_checkpoint,
 )
+from composer.utils.object_store import BackgroundUploader, RemoteCheckpointFolder
 
 __all__ = ["CheckpointSaver", "CheckpointSaverHparams"]
 
@@ -47,6 +49,15 @@ class CheckpointSaver(Callback):
     state is replicated across processes, so only rank 0 writes. The Trainer adds one of these for you when given
     ``save_folder``.
 
+    With ``remote`` (the Trainer passes one for an ``s3://`` ``save_folder``), ``folder`` is where each checkpoint is
+    written first, exactly as above; a worker thread then uploads it (with its SHA-256 as object metadata) and,
+    once the upload is complete, deletes the oldest objects beyond ``num_checkpoints_to_keep`` from the store (read
+    from the store's listing, so what a run killed before its pruning left goes then) and the local copies older
+    than it. Training waits only when ``max_pending_uploads`` checkpoints are already waiting. An upload that fails
+    for good (after ``retry_budget`` seconds of retries) raises :class:`~composer.utils.object_store.UploadError`,
+    naming the object and the cause, at the next save or at the end of ``fit`` (``close`` logs it); its local file,
+    and the newest checkpoint uploaded before it, stay in ``folder``. No 'latest' link is made in the store.
+
     Args:
         folder (str): Where checkpoints go; ``{run_name}`` is filled in. Default: ``'checkpoints'``.
         filename (str): The file name pattern (it may contain ``/``), over ``{run_name}``, ``{rank}``, ``{epoch}``,
@@ -68,6 +79,8 @@ class CheckpointSaver(Callback):
             :class:`~composer.utils.checkpoint.NonFiniteWeightsError`, which names the weight). Whatever it is set
             to, a :class:`~composer.callbacks.nan_monitor.DeferredNaNMonitor` in the run (the Trainer's default)
             checks the losses since its last check before every write, and raises if one was not finite.
+        remote (RemoteCheckpointFolder, optional): Upload every checkpoint to this folder of an object store, in
+            the background (see above).
 
     Attributes:
         folder_path (Path | None): The folder, once known (at ``INIT``), with ``{run_name}`` filled in.
@@ -97,6 +110,7 @@ class CheckpointSaver(Callback):
         run_name: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         check_finite: bool = True,
+        remote: RemoteCheckpointFolder | None = None,
     ) -> None:
         if "{run_name}" in folder + filename + (latest_filename or "") and run_name is None:
             raise ValueError(
@@ -119,6 +133,10 @@ class CheckpointSaver(Callback):
         self.run_name = run_name or ""
         self.metadata = dict(metadata or {})
         self.check_finite = check_finite
+        self.remote = remote
+        self._uploader: BackgroundUploader | None = None
+        self._uploading: list[Path] = []  # local files queued for upload or being uploaded, oldest first
+        self._uploading_lock = threading.Lock()
         self.folder_path: Path | None = None
         self.saved_checkpoints: list[Path] = []
         self._interval_function, self._interval = _parse_interval(save_interval)
@@ -136,13 +154,18 @@ class CheckpointSaver(Callback):
             return
         for path in remove_stale_temporary_files(folder):
             log.info("Removed %s, left by a save that was interrupted.", path)
+        if self.remote is not None:
+            self.remote.clean_up_unfinished_uploads()
         if self.overwrite:
             return
-        existing = find_checkpoints(folder, self.filename, self.run_name)
+        if self.remote is not None:
+            where, existing = str(self.remote.url), self.remote.newest_first(self.filename, self.run_name)
+        else:
+            where, existing = str(folder), [p.name for p in find_checkpoints(folder, self.filename, self.run_name)]
         if existing:
             raise ValueError(
-                f"The checkpoint folder {folder} already holds checkpoints of this run's pattern "
-                f"{self.filename!r} (newest: {existing[0].name}). To continue that run, pass autoresume=True to the "
+                f"The checkpoint folder {where} already holds checkpoints of this run's pattern "
+                f"{self.filename!r} (newest: {existing[0]}). To continue that run, pass autoresume=True to the "
                 "Trainer; to write over them, save_overwrite=True (CheckpointSaver: overwrite=True); otherwise "
                 "choose another run_name or save_folder."
             )
@@ -201,6 +224,9 @@ class CheckpointSaver(Callback):
         if state.rank != 0:
             return None
         log.info("Saved checkpoint %s", path)
+        if self.remote is not None:
+            self._upload_later(path, folder)
+            return path
         protect: list[Path] = []
         if self.latest_filename is not None:
             link = folder / format_checkpoint_name(self.latest_filename, run_name=self.run_name)
@@ -217,6 +243,60 @@ class CheckpointSaver(Callback):
                 log.info("Deleted %s (num_checkpoints_to_keep=%d).", old, keep)
             self.saved_checkpoints = [p for p in self.saved_checkpoints if p == path or p.exists()]
         return path
+
+    # ---- uploading ---------------------------------------------------------------------------------------------
+
+    def _upload_later(self, path: Path, folder: Path) -> None:
+        """Queues the upload of ``path`` (waiting while ``max_pending_uploads`` are pending; raising the failure of
+        an earlier upload, if one failed for good)."""
+        remote = self.remote
+        assert remote is not None
+        if self._uploader is None:
+            self._uploader = BackgroundUploader(remote.store.options.max_pending_uploads, name="composer-checkpoint")
+        name = path.relative_to(folder).as_posix()
+        with self._uploading_lock:
+            self._uploading.append(path)
+        try:
+            self._uploader.submit(
+                lambda: self._upload(path, name, folder),
+                f"Uploading checkpoint {name} to {remote.url.join(name)}",
+                note=f"The checkpoint stays at {path}; the store keeps the checkpoints uploaded before it.",
+            )
+        except BaseException:
+            with self._uploading_lock:
+                self._uploading.remove(path)
+            raise
+
+    def _upload(self, path: Path, name: str, folder: Path) -> None:
+        """On the worker thread: upload, prune the store, then drop the local copies older than this one."""
+        remote = self.remote
+        assert remote is not None
+        remote.upload(path, name)
+        log.info("Uploaded %s to %s", path, remote.url.join(name))
+        with self._uploading_lock:
+            self._uploading.remove(path)
+            waiting = set(self._uploading)
+        if self.num_checkpoints_to_keep > 0:
+            remote.prune(self.filename, self.num_checkpoints_to_keep, name, self.run_name)
+        # Locally, this checkpoint (now the newest in the store) stays, and so does every newer file: those waiting
+        # for their upload, and one the training thread may be renaming into place right now.
+        local = find_checkpoints(folder, self.filename, self.run_name)
+        for old in local[local.index(path) + 1 :] if path in local else []:
+            if old not in waiting:
+                old.unlink(missing_ok=True)
+
+    def _finish_uploads(self) -> None:
+        if self._uploader is not None:
+            self._uploader.wait()
+
+    def fit_end(self, state: State, logger: Logger) -> None:
+        del state, logger
+        self._finish_uploads()  # fit returns once every checkpoint is in the store, or raises why one is not
+
+    def close(self, state: State, logger: Logger) -> None:
+        del state, logger
+        if self._uploader is not None:
+            self._uploader.close()
 
     def _folder(self) -> Path:
         if self.folder_path is None:

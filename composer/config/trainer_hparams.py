@@ -261,9 +261,9 @@ class TrainerHparams(Hparams):
     ``progress_bar``, ``log_to_console``, and the checkpointing arguments ``run_name``, ``save_folder``,
     ``save_filename``, ``save_latest_filename``, ``save_interval``, ``save_num_checkpoints_to_keep``,
     ``save_overwrite``, ``save_weights_only``, ``load_path``, ``load_weights_only``, ``load_strict_model_weights``,
-    ``load_ignore_keys`` and ``autoresume``, and for runs launched on several processes ``dist_timeout``,
-    ``ddp_sync_strategy``, ``find_unused_parameters`` and ``fsdp_config`` (a mapping of
-    :class:`~composer.trainer.fsdp.FSDPConfig` fields); and ``check_finite`` (stop on a NaN or infinite loss and
+    ``load_ignore_keys``, ``autoresume`` and ``storage_options`` (for ``s3://`` locations), and for runs launched on
+    several processes ``dist_timeout``, ``ddp_sync_strategy``, ``find_unused_parameters`` and ``fsdp_config`` (a
+    mapping of :class:`~composer.trainer.fsdp.FSDPConfig` fields); and ``check_finite`` (stop on a NaN or infinite loss and
     never checkpoint non-finite weights; false for runs that handle them themselves).
     """
 
@@ -304,6 +304,7 @@ class TrainerHparams(Hparams):
     load_strict_model_weights: bool = True
     load_ignore_keys: list[str] | None = None
     autoresume: bool = False
+    storage_options: dict[str, Any] | None = None
     dist_timeout: StrictFloat | StrictInt = 300.0
     ddp_sync_strategy: str = "single_auto_sync"
     find_unused_parameters: bool | None = None

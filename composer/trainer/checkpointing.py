@@ -32,6 +32,14 @@ from composer.utils.checkpoint import (
     read_checkpoint,
     restore_checkpoint,
 )
+from composer.utils.object_store import (
+    ObjectStoreURL,
+    RemoteCheckpointFolder,
+    StorageOptions,
+    is_url,
+    parse_location,
+    redact,
+)
 
 __all__ = ["Checkpointing", "epoch_batches", "run_config"]
 
@@ -67,6 +75,7 @@ class Checkpointing:
         load_strict_model_weights: bool = True,
         load_ignore_keys: Sequence[str] | None = None,
         autoresume: bool = False,
+        storage_options: StorageOptions | Mapping[str, Any] | None = None,
     ) -> None:
         if autoresume and save_folder is None:
             raise ValueError(
@@ -86,7 +95,34 @@ class Checkpointing:
         if isinstance(load_ignore_keys, str):
             raise TypeError(f"load_ignore_keys={load_ignore_keys!r} must be a list of glob patterns, not a string.")
         self.run_name = run_name if run_name is not None else _new_run_name()
+        self.storage_options = StorageOptions.from_input(storage_options)
         self.save_folder = None if save_folder is None else format_checkpoint_name(save_folder, run_name=self.run_name)
+        # An s3:// save_folder: checkpoints are written to a local folder, then uploaded (checked now, before any
+        # training: the scheme, the URL, the credentials, the bucket, and that objects can be written).
+        self.remote: RemoteCheckpointFolder | None = None
+        if self.save_folder is not None:
+            location = parse_location(self.save_folder, "save_folder")
+            if isinstance(location, ObjectStoreURL):
+                self.remote = RemoteCheckpointFolder.open(location, self.storage_options, "save_folder", write=True)
+            else:
+                self.save_folder = str(location)
+        self._remote_load: tuple[RemoteCheckpointFolder, str] | None = None  # an s3:// load_path: folder, name
+        if load_path is not None and is_url(str(load_path)):
+            location = parse_location(str(load_path), "load_path")
+            if isinstance(location, ObjectStoreURL):
+                parent, _, name = location.prefix.rpartition("/")
+                if not name:
+                    raise ValueError(
+                        f"load_path={redact(str(load_path))!r} names a whole bucket; give the checkpoint's key "
+                        "(s3://BUCKET/PATH/ep1-ba6-rank0.pt) or the folder that holds it (s3://BUCKET/PATH)."
+                    )
+                folder = RemoteCheckpointFolder.open(
+                    ObjectStoreURL(location.bucket, parent), self.storage_options, "load_path", write=False
+                )
+                self._remote_load = (folder, name)
+                load_path = None
+            else:
+                load_path = location
         self.save_filename = save_filename
         self.save_latest_filename = save_latest_filename
         self.save_interval = save_interval
@@ -105,7 +141,7 @@ class Checkpointing:
         if self.save_folder is None:
             return None
         return CheckpointSaver(
-            folder=self.save_folder,
+            folder=self.save_folder if self.remote is None else str(self.remote.local_folder),
             filename=self.save_filename,
             latest_filename=self.save_latest_filename,
             save_interval=self.save_interval,
@@ -115,6 +151,7 @@ class Checkpointing:
             run_name=self.run_name,
             metadata=metadata,
             check_finite=check_finite,
+            remote=self.remote,
         )
 
     def load(self, state: State) -> Path | None:
@@ -152,6 +189,8 @@ class Checkpointing:
                 )
             if chosen is not None:
                 path = Path(chosen)
+                if found is None and self.remote is not None and not path.exists():  # another node: download it too
+                    path = self.remote.download(path.relative_to(self.remote.local_folder).as_posix())
                 checkpoint = found[1] if found is not None else read_checkpoint(path)
                 restore_checkpoint(state, _without_budget(checkpoint, state), path=path)
                 log.info("autoresume: resuming from %s at %s.", path, state.timer)
@@ -159,7 +198,7 @@ class Checkpointing:
                 _warn_if_inexact(state)
                 return path
             log.info("autoresume: no checkpoint in %s to resume from; training from the start.", self.save_folder)
-        if self.load_path is not None:
+        if self.load_path is not None or self._remote_load is not None:
             path, checkpoint = self._read_load_path()
             restore_checkpoint(
                 state,
@@ -178,6 +217,8 @@ class Checkpointing:
     def _read_load_path(self) -> tuple[Path, dict[str, Any]]:
         """``load_path`` read back; for a folder, its newest checkpoint that reads back (and holds the whole training
         state, unless ``load_weights_only``), by autoresume's rule over names that fit ``save_filename``."""
+        if self._remote_load is not None:
+            return self._read_remote_load_path(*self._remote_load)
         folder = self.load_path
         assert folder is not None
         if not folder.is_dir():
@@ -202,16 +243,50 @@ class Checkpointing:
             "itself as load_path (or save_filename, when the checkpoints were saved under another name pattern)."
         )
 
-    def _newest_resumable(self) -> tuple[tuple[Path, dict[str, Any]] | None, list[tuple[Path, str]]]:
-        """The newest checkpoint in ``save_folder`` that reads back and holds the whole training state (None if
-        there is none), and the newer ones refused on the way, each with what is wrong with it."""
-        assert self.save_folder is not None
-        refused: list[tuple[Path, str]] = []
-        for path in find_checkpoints(self.save_folder, self.save_filename, self.run_name):
+    def _read_remote_load_path(self, folder: RemoteCheckpointFolder, name: str) -> tuple[Path, dict[str, Any]]:
+        """An s3:// ``load_path``: the object itself, downloaded and verified; or, if no object has that key, the
+        newest readable checkpoint in the folder of that name."""
+        if folder.store.head(folder.url.key(name)) is not None:
+            path = folder.download(name)
+            return path, read_checkpoint(path)
+        inner = RemoteCheckpointFolder(folder.url.join(name), folder.store, folder.local_folder / name)
+        problems = []
+        for candidate in inner.newest_first(self.save_filename, self.run_name):
             try:
+                path = inner.download(candidate)
                 checkpoint = read_checkpoint(path)
             except CheckpointError as e:
-                refused.append((path, e.reason))
+                problems.append(f"{candidate}: {e.reason}")
+                continue
+            if self.load_weights_only or not checkpoint["metadata"].get("weights_only", False):
+                log.info("load_path=%r is a folder; loading its newest checkpoint, %s.", str(inner.url), candidate)
+                return path, checkpoint
+            problems.append(f"{candidate}: holds only model weights")
+        raise FileNotFoundError(
+            f"load_path={str(inner.url)!r} is neither an object nor a folder holding a readable checkpoint named like "
+            f"save_filename={self.save_filename!r}"
+            + (f" (refused: {'; '.join(problems)})" if problems else "")
+            + ". Pass the checkpoint's full key, for example s3://BUCKET/PATH/ep1-ba6-rank0.pt."
+        )
+
+    def _newest_resumable(self) -> tuple[tuple[Path, dict[str, Any]] | None, list[tuple[Path, str]]]:
+        """The newest checkpoint in ``save_folder`` that reads back and holds the whole training state (None if
+        there is none), and the newer ones refused on the way, each with what is wrong with it. In an object store,
+        the candidates are downloaded one at a time, newest first, each verified against its uploaded checksum."""
+        assert self.save_folder is not None
+        refused: list[tuple[Path, str]] = []
+        remote = self.remote
+        candidates: list[Any] = (
+            find_checkpoints(self.save_folder, self.save_filename, self.run_name)
+            if remote is None
+            else remote.newest_first(self.save_filename, self.run_name)
+        )
+        for candidate in candidates:
+            try:
+                path = candidate if remote is None else remote.download(candidate)
+                checkpoint = read_checkpoint(path)
+            except CheckpointError as e:
+                refused.append((Path(candidate), e.reason))
                 continue
             if checkpoint["metadata"].get("weights_only", False):
                 refused.append((path, "holds only model weights (saved with weights_only), so training cannot resume"))

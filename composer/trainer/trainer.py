@@ -122,7 +122,10 @@ class Trainer:
         log_to_console (bool): Print epoch-level metrics to standard error.
         run_name (str, optional): The run's name, for ``{run_name}`` in ``save_folder``; default: generated from
             the time. Give the same one on every launch of a run that uses ``autoresume``.
-        save_folder (str, optional): Save checkpoints here (``{run_name}`` is filled in); None saves nothing.
+        save_folder (str, optional): Save checkpoints here (``{run_name}`` is filled in); None saves nothing. A
+            local path, ``file:///ABSOLUTE/PATH``, or ``s3://BUCKET/PREFIX`` for Amazon S3 or any S3-compatible store
+            (``storage_options``): each checkpoint is written locally, then uploaded in the background; ``fit`` ends
+            once every upload is complete, and ``autoresume`` resumes from the newest complete one in the store.
         save_filename (str): Checkpoint file name pattern, over ``{epoch}``, ``{batch}``, ``{sample}``, ``{token}``,
             ``{rank}``, ``{run_name}``, ... (a ``.safetensors`` name saves weights in that format).
         save_latest_filename (str | None): A symbolic link to the newest checkpoint; None for none.
@@ -133,7 +136,8 @@ class Trainer:
         save_weights_only (bool): Save only the model's weights.
         load_path (str | PathLike, optional): Load this checkpoint after ``INIT``: the whole training state (training
             then continues where it stopped) or, with ``load_weights_only``, the weights. A folder loads its newest
-            checkpoint that reads back, as ``autoresume`` picks one (names that fit ``save_filename``).
+            checkpoint that reads back, as ``autoresume`` picks one (names that fit ``save_filename``). Also
+            ``file://`` and ``s3://BUCKET/KEY`` (an object, or a folder of checkpoints), downloaded and verified.
         load_weights_only (bool): Load only the model's weights from ``load_path`` (to fine-tune, say).
         load_strict_model_weights (bool): Require the checkpoint's model keys to match the model's exactly.
         load_ignore_keys (Sequence[str], optional): Glob patterns over the model's keys not to load (a new
@@ -143,6 +147,11 @@ class Trainer:
             the same command after a crash and training goes on as if nothing had happened. If the folder holds
             checkpoints of this run and none can be resumed (all damaged), it raises, listing each and why,
             rather than train from the start over them; with ``save_overwrite=True`` it starts afresh.
+        storage_options (Mapping | StorageOptions, optional): How to reach the store of an ``s3://`` ``save_folder``
+            or ``load_path``: ``endpoint_url`` (any S3-compatible store), ``region_name``, ``profile_name``,
+            ``retry_budget`` (seconds), ``max_pending_uploads``, multipart settings, ``local_folder``; see
+            :class:`~composer.utils.object_store.StorageOptions`. Credentials come from the standard AWS chain, never
+            from here. The store is checked by the constructor (URL, credentials, bucket, write access).
         dist_timeout (float): Launched on several processes: seconds any collective may wait before the job fails
             (a rank that raised or hangs makes the others stop within this time instead of hanging).
         ddp_sync_strategy (str | DDPSyncStrategy): When gradients are all-reduced under gradient accumulation:
@@ -238,6 +247,7 @@ class Trainer:
         load_strict_model_weights: bool = True,
         load_ignore_keys: Sequence[str] | None = None,
         autoresume: bool = False,
+        storage_options: Mapping[str, Any] | None = None,
         dist_timeout: float = 300.0,
         ddp_sync_strategy: str | DDPSyncStrategy = DDPSyncStrategy.SINGLE_AUTO_SYNC,
         find_unused_parameters: bool | None = None,
@@ -289,6 +299,7 @@ class Trainer:
             load_strict_model_weights=load_strict_model_weights,
             load_ignore_keys=load_ignore_keys,
             autoresume=autoresume,
+            storage_options=storage_options,
         )
         self.run_name = self.checkpointing.run_name
         self.seed = agree_on_seed(new_seed() if seed is None else seed)  # launched: rank 0's, on every rank

@@ -1,0 +1,167 @@
+"""A folder of checkpoints in an object store: ranked, pruned and verified like a local one.
+
+Which objects are a run's checkpoints, which is newest, and which to delete follow exactly the rules of
+:func:`~composer.utils.checkpoint.find_checkpoints` and :func:`~composer.utils.checkpoint.prune_checkpoints`: the
+store's listing is mirrored as empty files (with the objects' modification times) in a scratch folder, and those
+functions rank the mirror. Each checkpoint is uploaded with the SHA-256 of its bytes as object metadata; a download
+counts only if its bytes hash to it, so an object that is partial, damaged, or was not written by this library is
+never used (and the file's own checksum is checked again when it is read).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from composer.utils.checkpoint import CheckpointError, find_checkpoints, prune_checkpoints
+from composer.utils.object_store.options import StorageOptions
+from composer.utils.object_store.s3 import ObjectInfo, S3ObjectStore
+from composer.utils.object_store.url import ObjectStoreURL
+
+__all__ = ["SHA256_METADATA_KEY", "RemoteCheckpointFolder", "file_sha256"]
+
+log = logging.getLogger(__name__)
+
+SHA256_METADATA_KEY = "composer-sha256"
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The hex SHA-256 of a file's bytes (read in large blocks, outside the GIL)."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+class RemoteCheckpointFolder:
+    """The checkpoints under ``s3://bucket/prefix``, with a local folder they are written to and downloaded into.
+
+    Args:
+        url (ObjectStoreURL): The folder in the store.
+        store (S3ObjectStore): The client of its bucket.
+        local_folder (str | Path): Where checkpoints are written before upload and downloaded to.
+
+    The Trainer opens one for an ``s3://`` ``save_folder`` (:meth:`open`, which checks the store) and hands it to
+    its :class:`~composer.callbacks.CheckpointSaver`; ``tests/trainer/test_remote_checkpoints.py`` shows it at work
+    against a local S3 server.
+    """
+
+    def __init__(self, url: ObjectStoreURL, store: S3ObjectStore, local_folder: str | Path) -> None:
+        self.url = url
+        self.store = store
+        self.local_folder = Path(local_folder)
+
+    @classmethod
+    def open(
+        cls,
+        url: ObjectStoreURL,
+        storage_options: StorageOptions | Mapping[str, Any] | None,
+        argument: str,
+        *,
+        write: bool,
+    ) -> RemoteCheckpointFolder:
+        """The folder at ``url``, checked now: credentials, bucket, and (``write``) that objects can be written.
+
+        Raises:
+            ValueError: Naming ``argument`` and the URL, with the fix, if the store cannot be used.
+        """
+        options = StorageOptions.from_input(storage_options)
+        store = S3ObjectStore(url.bucket, options)
+        store.probe(url, argument, write=write)
+        return cls(url, store, options.local_folder_for(url))
+
+    def __repr__(self) -> str:
+        return f"RemoteCheckpointFolder({str(self.url)!r}, local_folder={str(self.local_folder)!r})"
+
+    # ---- ranking -----------------------------------------------------------------------------------------------
+
+    def newest_first(self, pattern: str, run_name: str = "") -> list[str]:
+        """The names (relative to the folder) of the checkpoints of ``pattern`` in the store, newest first."""
+        with tempfile.TemporaryDirectory(prefix="composer-listing-") as scratch:
+            mirror = self._mirror(Path(scratch))
+            return [mirror[path] for path in find_checkpoints(scratch, pattern, run_name)]
+
+    def prune(self, pattern: str, keep: int, newest: str, run_name: str = "") -> list[str]:
+        """Deletes the checkpoints of ``pattern`` in the store, all but the newest ``keep`` (``newest``, just
+        uploaded, always among them), by the rules of :func:`~composer.utils.checkpoint.prune_checkpoints`. The
+        store is listed each time, so what a run killed between an upload and its pruning left goes at the next
+        call. Returns the names deleted."""
+        with tempfile.TemporaryDirectory(prefix="composer-listing-") as scratch:
+            mirror = self._mirror(Path(scratch))
+            doomed = [
+                mirror[p] for p in prune_checkpoints(scratch, pattern, keep, Path(scratch) / newest, run_name=run_name)
+            ]
+        for name in doomed:
+            self.store.delete(self.url.key(name))
+            log.info("Deleted %s (num_checkpoints_to_keep=%d).", self.url.join(name), keep)
+        return doomed
+
+    def _mirror(self, scratch: Path) -> dict[Path, str]:
+        """Empty files under ``scratch`` named and timed like the objects in the folder; mirror path -> name."""
+        mirror: dict[Path, str] = {}
+        for info in self._objects():
+            name = self.url.name_of(info.key)
+            parts = name.split("/")
+            if not name or name.endswith("/") or any(part in ("", ".", "..") for part in parts):
+                continue  # not a file name this library writes
+            path = scratch.joinpath(*parts)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+            os.utime(path, (info.last_modified, info.last_modified))
+            mirror[path] = name
+        return mirror
+
+    def _objects(self) -> list[ObjectInfo]:
+        return self.store.list_objects(self.url.key(""))
+
+    # ---- transfers ---------------------------------------------------------------------------------------------
+
+    def upload(self, local_path: str | os.PathLike[str], name: str) -> None:
+        """Uploads a checkpoint file as ``name``, with the SHA-256 of its bytes as metadata."""
+        digest = file_sha256(local_path)
+        self.store.upload(local_path, self.url.key(name), metadata={SHA256_METADATA_KEY: digest})
+
+    def download(self, name: str) -> Path:
+        """Downloads the checkpoint ``name`` into the local folder (a local copy whose bytes match is used as it is)
+        and checks its SHA-256 against the one uploaded with it.
+
+        Raises:
+            CheckpointError: If the object has no checksum (partial, or not written by this library) or its bytes
+                do not match it; the message names the object.
+            ObjectStoreError: If the store cannot be read (after retrying).
+        """
+        key = self.url.key(name)
+        where = self.url.join(name)
+        info = self.store.head(key)
+        if info is None:
+            raise CheckpointError(f"{where} does not exist (deleted meanwhile?).", reason="no longer in the store")
+        expected = info.metadata.get(SHA256_METADATA_KEY)
+        if expected is None:
+            raise CheckpointError(
+                f"{where} carries no checksum ({SHA256_METADATA_KEY} metadata): it was not uploaded whole by this "
+                "library, so it is not used. Delete it, or use an older checkpoint (autoresume falls back by itself).",
+                reason=f"no {SHA256_METADATA_KEY} metadata (partial, or not uploaded by composer)",
+            )
+        local = self.local_folder.joinpath(*name.split("/"))
+        if local.is_file() and local.stat().st_size == info.size and file_sha256(local) == expected:
+            log.info("%s is already here as %s.", where, local)
+            return local
+        self.store.download(key, local)
+        if file_sha256(local) != expected:
+            local.unlink(missing_ok=True)
+            raise CheckpointError(
+                f"{where} does not match the checksum it was uploaded with: the object is damaged or partial. Use an "
+                "older checkpoint (autoresume falls back by itself).",
+                reason="its bytes do not match the checksum uploaded with it",
+            )
+        return local
+
+    def clean_up_unfinished_uploads(self) -> list[str]:
+        """Aborts the multipart uploads left unfinished under the folder (by a process killed while uploading)."""
+        aborted = self.store.abort_multipart_uploads(self.url.key(""))
+        for key in aborted:
+            log.info("Aborted the unfinished upload of %s, left by a run that stopped while uploading.", key)
+        return aborted

@@ -1,0 +1,28 @@
+"""Fixtures for the whole test suite (the tiny model and dataset are in tests/common)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.common.s3_server import S3Server
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """One authenticated S3-compatible server on loopback for the session (each test makes its own bucket)."""
+    pytest.importorskip("moto.server", reason="needs moto[server] (the dev extra)")
+    server = S3Server().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3_env(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Server:
+    """The session's S3 server, with its credentials in the standard AWS variables for this test."""
+    for name, value in s3_server.environment().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    return s3_server
