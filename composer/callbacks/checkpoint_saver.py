@@ -81,6 +81,9 @@ class CheckpointSaver(Callback):
             checks the losses since its last check before every write, and raises if one was not finite.
         remote (RemoteCheckpointFolder, optional): Upload every checkpoint to this folder of an object store, in
             the background (see above).
+        sharded (bool): Write sharded checkpoints (a model sharded with FSDP): each checkpoint is a folder into
+            which every rank writes its own shards (:mod:`composer.utils.checkpoint.sharded`); ``filename`` then
+            names the folder. The Trainer sets it from ``fsdp_config``'s ``state_dict_type``.
 
     Attributes:
         folder_path (Path | None): The folder, once known (at ``INIT``), with ``{run_name}`` filled in.
@@ -111,6 +114,7 @@ class CheckpointSaver(Callback):
         metadata: Mapping[str, Any] | None = None,
         check_finite: bool = True,
         remote: RemoteCheckpointFolder | None = None,
+        sharded: bool = False,
     ) -> None:
         if "{run_name}" in folder + filename + (latest_filename or "") and run_name is None:
             raise ValueError(
@@ -133,6 +137,7 @@ class CheckpointSaver(Callback):
         self.run_name = run_name or ""
         self.metadata = dict(metadata or {})
         self.check_finite = check_finite
+        self.sharded = sharded
         self.remote = remote
         self._uploader: BackgroundUploader | None = None
         self._uploading: list[Path] = []  # local files queued for upload or being uploaded, oldest first
@@ -216,7 +221,12 @@ class CheckpointSaver(Callback):
         self.saved_checkpoints = kept[len(stale) :]
         try:
             save_checkpoint(
-                state, path, weights_only=self.weights_only, metadata=self.metadata, check_finite=self.check_finite
+                state,
+                path,
+                weights_only=self.weights_only,
+                metadata=self.metadata,
+                check_finite=self.check_finite,
+                sharded=self.sharded,
             )
         except BaseException:
             self._last_saved, self.saved_checkpoints = previous

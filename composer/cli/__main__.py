@@ -21,7 +21,14 @@ __all__ = ["build_parser", "main"]
 
 
 # Subcommand -> module; a module is imported only when its subcommand can run (``launch`` alone skips the models).
-_COMMANDS = {"train": "train", "eval": "evaluate", "list": "listing", "compare": "compare", "launch": "launch"}
+_COMMANDS = {
+    "train": "train",
+    "eval": "evaluate",
+    "list": "listing",
+    "compare": "compare",
+    "launch": "launch",
+    "checkpoint": "checkpoint",
+}
 
 
 def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentParser:

@@ -29,6 +29,7 @@ from composer.utils.checkpoint import (
     CheckpointError,
     find_checkpoints,
     format_checkpoint_name,
+    is_sharded_checkpoint,
     read_checkpoint,
     restore_checkpoint,
 )
@@ -44,6 +45,10 @@ from composer.utils.object_store import (
 __all__ = ["Checkpointing", "epoch_batches", "run_config"]
 
 log = logging.getLogger(__name__)
+
+FILENAME, LATEST_FILENAME = "ep{epoch}-ba{batch}-rank{rank}.pt", "latest-rank{rank}.pt"
+# A sharded checkpoint is a folder (every rank writes its shards into it): these defaults name it.
+SHARDED_FILENAME, SHARDED_LATEST = "ep{epoch}-ba{batch}", "latest"
 
 
 class Checkpointing:
@@ -64,8 +69,8 @@ class Checkpointing:
         *,
         run_name: str | None = None,
         save_folder: str | None = None,
-        save_filename: str = "ep{epoch}-ba{batch}-rank{rank}.pt",
-        save_latest_filename: str | None = "latest-rank{rank}.pt",
+        save_filename: str = FILENAME,
+        save_latest_filename: str | None = LATEST_FILENAME,
         save_interval: SaveInterval = "1ep",
         save_num_checkpoints_to_keep: int = -1,
         save_overwrite: bool = False,
@@ -76,6 +81,7 @@ class Checkpointing:
         load_ignore_keys: Sequence[str] | None = None,
         autoresume: bool = False,
         storage_options: StorageOptions | Mapping[str, Any] | None = None,
+        sharded: bool = False,
     ) -> None:
         if autoresume and save_folder is None:
             raise ValueError(
@@ -123,6 +129,16 @@ class Checkpointing:
                 load_path = None
             else:
                 load_path = location
+        if sharded and self.remote is not None:
+            raise ValueError(
+                f"save_folder={redact(self.save_folder or '')!r} is in an object store, and sharded checkpoints "
+                "(fsdp_config state_dict_type='sharded') are folders, which are not uploaded yet. Save them to a "
+                "local or shared folder, or use state_dict_type='full'."
+            )
+        self.sharded = sharded
+        if sharded:  # a sharded checkpoint is a folder: the default names without the file suffix
+            save_filename = SHARDED_FILENAME if save_filename == FILENAME else save_filename
+            save_latest_filename = SHARDED_LATEST if save_latest_filename == LATEST_FILENAME else save_latest_filename
         self.save_filename = save_filename
         self.save_latest_filename = save_latest_filename
         self.save_interval = save_interval
@@ -152,6 +168,7 @@ class Checkpointing:
             metadata=metadata,
             check_finite=check_finite,
             remote=self.remote,
+            sharded=self.sharded,
         )
 
     def load(self, state: State) -> Path | None:
@@ -221,7 +238,7 @@ class Checkpointing:
             return self._read_remote_load_path(*self._remote_load)
         folder = self.load_path
         assert folder is not None
-        if not folder.is_dir():
+        if not folder.is_dir() or is_sharded_checkpoint(folder):
             return folder, read_checkpoint(folder)
         for path in find_checkpoints(folder, self.save_filename, self.run_name):
             try:

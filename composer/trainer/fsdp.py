@@ -40,6 +40,7 @@ from composer.utils.checkpoint.full_state import (
 from composer.utils.module_surgery import update_optimizer_params
 
 __all__ = [
+    "STATE_DICT_TYPES",
     "FSDPConfig",
     "full_model_state_dict",
     "full_optimizer_state_dict",
@@ -51,6 +52,7 @@ __all__ = [
 ]
 
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+STATE_DICT_TYPES = ("full", "sharded")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +70,11 @@ class FSDPConfig:
             and the optimizer stay in float32). Default: the parameters' own dtype.
         reduce_dtype: The dtype gradients are averaged in. Default: ``param_dtype``.
         cpu_offload: Keep the shards, their gradients and the optimizer step on the CPU (needs CUDA).
+        state_dict_type: How the Trainer's checkpoints are written. ``'full'`` (default): the whole state is gathered
+            onto rank 0, which writes one file in an unsharded run's format. ``'sharded'``: every rank writes its own
+            shards into a checkpoint folder with ``torch.distributed.checkpoint``, so no rank ever holds the whole
+            model or optimizer state (see :mod:`composer.utils.checkpoint.sharded`); such a folder loads into FSDP
+            runs on any number of ranks, and ``composer checkpoint convert`` turns it into one file.
 
     Example:
         >>> FSDPConfig(module_classes=["Linear"], param_dtype="bf16").module_classes
@@ -76,6 +83,8 @@ class FSDPConfig:
         Traceback (most recent call last):
         ...
         ValueError: FSDPConfig.min_params must be a positive number of parameters or None (size rule off), received 0.
+        >>> FSDPConfig(state_dict_type="sharded").state_dict_type
+        'sharded'
     """
 
     module_classes: tuple[str | type[nn.Module], ...] = ()
@@ -84,6 +93,7 @@ class FSDPConfig:
     param_dtype: str | None = None
     reduce_dtype: str | None = None
     cpu_offload: bool = False
+    state_dict_type: str = "full"
 
     def __post_init__(self) -> None:
         classes = self.module_classes
@@ -104,6 +114,12 @@ class FSDPConfig:
             value = getattr(self, name)
             if value is not None and value not in _DTYPES:
                 raise ValueError(f"FSDPConfig.{name} must be one of {list(_DTYPES)} or None, received {value!r}.")
+        if self.state_dict_type not in STATE_DICT_TYPES:
+            raise ValueError(
+                f"FSDPConfig.state_dict_type must be one of {list(STATE_DICT_TYPES)}, received "
+                f"{self.state_dict_type!r}. Use 'full' for one checkpoint file gathered on rank 0, or 'sharded' for "
+                "a folder in which every rank writes its own shards."
+            )
         for name in ("reshard_after_forward", "cpu_offload"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"FSDPConfig.{name} must be True or False, received {getattr(self, name)!r}.")
@@ -118,7 +134,7 @@ class FSDPConfig:
             >>> FSDPConfig.from_dict({"sharding_strategy": "FULL_SHARD"})
             Traceback (most recent call last):
             ...
-            ValueError: Unknown fsdp_config key(s) ['sharding_strategy']; expected some of ['module_classes', 'min_params', 'reshard_after_forward', 'param_dtype', 'reduce_dtype', 'cpu_offload'].
+            ValueError: Unknown fsdp_config key(s) ['sharding_strategy']; expected some of ['module_classes', 'min_params', 'reshard_after_forward', 'param_dtype', 'reduce_dtype', 'cpu_offload', 'state_dict_type'].
         """
         fields = [field.name for field in dataclasses.fields(cls)]
         unknown = sorted(set(config) - set(fields))

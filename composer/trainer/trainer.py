@@ -300,6 +300,7 @@ class Trainer:
             load_ignore_keys=load_ignore_keys,
             autoresume=autoresume,
             storage_options=storage_options,
+            sharded=self.fsdp_config is not None and self.fsdp_config.state_dict_type == "sharded",
         )
         self.run_name = self.checkpointing.run_name
         self.seed = agree_on_seed(new_seed() if seed is None else seed)  # launched: rank 0's, on every rank
@@ -824,7 +825,8 @@ class Trainer:
 
         Launched, every rank must call it: rank 0 writes the file (with every rank's random states) and the others
         wait until it is in place. With ``fsdp_config`` the ranks first gather the whole weights and optimizer
-        states onto rank 0, so the file is the one an unsharded run writes.
+        states onto rank 0, so the file is the one an unsharded run writes; with its ``state_dict_type='sharded'``,
+        ``path`` is a folder into which every rank writes its own shards instead.
 
         Returns:
             Path: The file written.
@@ -833,7 +835,12 @@ class Trainer:
             NonFiniteWeightsError: With ``check_finite`` (the default), if a weight holds a NaN or an infinity.
         """
         return save_checkpoint(
-            self.state, path, weights_only=weights_only, metadata=self._run_config, check_finite=self._check_finite
+            self.state,
+            path,
+            weights_only=weights_only,
+            metadata=self._run_config,
+            check_finite=self._check_finite,
+            sharded=self.checkpointing.sharded,  # fsdp_config's state_dict_type='sharded': path is a folder
         )
 
     def close(self) -> None:

@@ -344,7 +344,11 @@ FAULT_SCRIPT = textwrap.dedent(
 def test_a_writer_killed_between_the_steps_leaves_only_a_temporary_file(tmp_path, moment):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     result = subprocess.run(
-        [sys.executable, "-c", FAULT_SCRIPT, str(tmp_path), moment], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", FAULT_SCRIPT, str(tmp_path), moment],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == -9, result.stderr
     assert "not killed" not in result.stdout

@@ -19,7 +19,9 @@ The package, one concept per module:
 * :mod:`~composer.utils.checkpoint.saving`: :func:`save_checkpoint` (rank 0 writes one file);
 * :mod:`~composer.utils.checkpoint.reading`: :func:`read_checkpoint`, the checksum and pickle-safety checks;
 * :mod:`~composer.utils.checkpoint.loading`: :func:`restore_checkpoint` and :func:`load_model_state`;
-* :mod:`~composer.utils.checkpoint.full_state`: a model sharded with FSDP gathered whole, and cut back into shards.
+* :mod:`~composer.utils.checkpoint.full_state`: a model sharded with FSDP gathered whole, and cut back into shards;
+* :mod:`~composer.utils.checkpoint.sharded`: sharded checkpoints, a folder into which every FSDP rank writes its
+  own shards with ``torch.distributed.checkpoint``, and :func:`convert_sharded_to_full`.
 """
 
 from composer.utils.checkpoint.loading import load_checkpoint, load_model_state, restore_checkpoint
@@ -32,14 +34,17 @@ from composer.utils.checkpoint.naming import (
 )
 from composer.utils.checkpoint.reading import CheckpointError, read_checkpoint
 from composer.utils.checkpoint.saving import NonFiniteWeightsError, save_checkpoint
+from composer.utils.checkpoint.sharded import convert_sharded_to_full, is_sharded_checkpoint
 
 __all__ = [
     "FILENAME_FIELDS",
     "CheckpointError",
     "NonFiniteWeightsError",
+    "convert_sharded_to_full",
     "find_checkpoints",
     "format_checkpoint_name",
     "is_safetensors_available",
+    "is_sharded_checkpoint",
     "link_latest",
     "load_checkpoint",
     "load_model_state",

@@ -74,15 +74,24 @@ def restore_checkpoint(
     """
     saved = checkpoint["state"]
     saved_weights_only = checkpoint["metadata"].get("weights_only", False)
-    if saved_weights_only and not weights_only:
-        raise CheckpointError(
-            f"{path} holds only model weights, so training cannot resume from it; pass load_weights_only=True to "
-            "start from these weights.",
-            reason="holds only model weights (saved with weights_only), so training cannot resume from it",
+    if checkpoint["metadata"].get("sharded", False):
+        from composer.utils.checkpoint.sharded import load_sharded_checkpoint
+
+        if saved_weights_only and not weights_only:
+            raise _weights_only_error(path)
+        rest = load_sharded_checkpoint(
+            state, checkpoint, path, weights_only=weights_only, strict=strict, ignore_keys=ignore_keys
         )
+        if not weights_only:
+            state.load_state_dict(
+                {**_without_rank_states(rest), **_own_rank_states(rest.get("rank_states"), state, path)}
+            )
+        return
+    if saved_weights_only and not weights_only:
+        raise _weights_only_error(path)
     load_model_state(state.model, saved["model"], strict=strict, ignore_keys=ignore_keys)
     if not weights_only:
-        rest = {key: value for key, value in saved.items() if key not in ("model", "rank_states")}
+        rest = {key: value for key, value in saved.items() if key != "model"}
         if "optimizers" in rest and is_sharded(state.model) and len(rest["optimizers"]) == len(state.optimizers):
             # Whole optimizer states (from an unsharded or a full FSDP checkpoint) cut to this rank's shards; a count
             # that does not match is left for State.load_state_dict to report.
@@ -90,7 +99,19 @@ def restore_checkpoint(
                 shard_optimizer_state(optimizer, saved)
                 for optimizer, saved in zip(state.optimizers, rest["optimizers"])
             ]
-        state.load_state_dict({**rest, **_own_rank_states(saved.get("rank_states"), state, path)})
+        state.load_state_dict({**_without_rank_states(rest), **_own_rank_states(saved.get("rank_states"), state, path)})
+
+
+def _without_rank_states(saved: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in saved.items() if key != "rank_states"}
+
+
+def _weights_only_error(path: Any) -> CheckpointError:
+    return CheckpointError(
+        f"{path} holds only model weights, so training cannot resume from it; pass load_weights_only=True to "
+        "start from these weights.",
+        reason="holds only model weights (saved with weights_only), so training cannot resume from it",
+    )
 
 
 def _own_rank_states(rank_states: Sequence[Mapping[str, Any]] | None, state: State, path: Any) -> dict[str, Any]:
@@ -152,16 +173,8 @@ def load_model_state(
     by_bare_key = {_drop_compile_segments(key): key for key in own_state}
     saved = _strip_wrapper_prefixes({_drop_compile_segments(k): v for k, v in weights.items()}, set(by_bare_key))
 
-    unused_patterns = [p for p in ignore_keys if not any(fnmatch.fnmatchcase(k, p) for k in (*by_bare_key, *saved))]
-    if unused_patterns:
-        warnings.warn(f"load_ignore_keys patterns {unused_patterns} match no model key.", stacklevel=2)
-
-    def ignored(key: str) -> bool:
-        return any(fnmatch.fnmatchcase(key, p) for p in ignore_keys)
-
-    to_load = {by_bare_key[k]: v for k, v in saved.items() if k in by_bare_key and not ignored(k)}
-    unexpected = sorted(k for k in saved if k not in by_bare_key and not ignored(k))
-    missing = sorted(k for k in by_bare_key if k not in saved and not ignored(k))
+    wanted = set(_check_keys(list(by_bare_key), list(saved), strict=strict, ignore_keys=ignore_keys))
+    to_load = {by_bare_key[k]: v for k, v in saved.items() if k in wanted}
     mismatched = [
         f"{key}: saved {tuple(value.shape)}, model {tuple(own_state[key].shape)}"
         for key, value in to_load.items()
@@ -174,6 +187,21 @@ def load_model_state(
             + ". If these layers are new (a new classification head), pass their keys in load_ignore_keys "
             "(glob patterns such as 'module.2.*')."
         )
+    if is_sharded(target):  # FSDP: each rank keeps its shard of the whole weights
+        to_load = {key: shard_like(value, own_state[key]) for key, value in to_load.items()}
+    target.load_state_dict(to_load, strict=False)
+    return _missing_and_unexpected(list(by_bare_key), list(saved), ignore_keys)
+
+
+def _check_keys(
+    model_keys: Sequence[str], saved_keys: Sequence[str], *, strict: bool, ignore_keys: Sequence[str]
+) -> list[str]:
+    """The keys to load (in both, matching no ``ignore_keys`` pattern), in the model's order; raises with
+    ``strict`` (else warns) if keys are missing or unexpected, and warns about patterns that match nothing."""
+    unused_patterns = [p for p in ignore_keys if not any(fnmatch.fnmatchcase(k, p) for k in (*model_keys, *saved_keys))]
+    if unused_patterns:
+        warnings.warn(f"load_ignore_keys patterns {unused_patterns} match no model key.", stacklevel=3)
+    missing, unexpected = _missing_and_unexpected(model_keys, saved_keys, ignore_keys)
     if strict and (missing or unexpected):
         raise ValueError(
             f"Checkpoint weights do not match the model: missing keys {_some(missing)}, unexpected keys "
@@ -182,10 +210,21 @@ def load_model_state(
         )
     if missing or unexpected:
         log.warning("Loaded model weights non-strictly: missing %s, unexpected %s.", _some(missing), _some(unexpected))
-    if is_sharded(target):  # FSDP: each rank keeps its shard of the whole weights
-        to_load = {key: shard_like(value, own_state[key]) for key, value in to_load.items()}
-    target.load_state_dict(to_load, strict=False)
+    saved = set(saved_keys)
+    return [k for k in model_keys if k in saved and not _ignored(k, ignore_keys)]
+
+
+def _missing_and_unexpected(
+    model_keys: Sequence[str], saved_keys: Sequence[str], ignore_keys: Sequence[str]
+) -> tuple[list[str], list[str]]:
+    model, saved = set(model_keys), set(saved_keys)
+    unexpected = sorted(k for k in saved if k not in model and not _ignored(k, ignore_keys))
+    missing = sorted(k for k in model if k not in saved and not _ignored(k, ignore_keys))
     return missing, unexpected
+
+
+def _ignored(key: str, ignore_keys: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(key, p) for p in ignore_keys)
 
 
 def _some(keys: Sequence[str], limit: int = 8) -> str:

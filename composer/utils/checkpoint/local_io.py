@@ -18,6 +18,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import struct
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -125,7 +126,8 @@ _TEMPORARY_NAME = re.compile(r"\..+\.tmp-(?P<pid>[0-9]+)")
 
 
 def remove_stale_temporary_files(folder: str | Path) -> list[Path]:
-    """Deletes the temporary files that writers killed mid-save left under ``folder`` (those of live processes stay).
+    """Deletes the temporary files (and sharded checkpoint folders) that writers killed mid-save left under
+    ``folder``; those of live processes stay.
 
     Example:
         >>> import tempfile
@@ -135,11 +137,14 @@ def remove_stale_temporary_files(folder: str | Path) -> list[Path]:
         ['.ep0-ba3.pt.tmp-999999999']
     """
     removed = []
-    for path in Path(folder).rglob(".*.tmp-*"):
+    for path in list(Path(folder).rglob(".*.tmp-*")):
         match = _TEMPORARY_NAME.fullmatch(path.name)
         if match is None or _process_alive(int(match.group("pid"))):
             continue
-        path.unlink(missing_ok=True)
+        if path.is_dir() and not path.is_symlink():  # a sharded checkpoint's folder, written under a temporary name
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
         removed.append(path)
     return removed
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import string
 from collections.abc import Sequence
 from pathlib import Path
@@ -67,7 +68,8 @@ def format_checkpoint_name(pattern: str, state: State | None = None, run_name: s
 
 
 def find_checkpoints(folder: str | Path, pattern: str, run_name: str = "") -> list[Path]:
-    """The checkpoint files under ``folder`` whose names fit ``pattern`` (written by rank 0), newest first.
+    """The checkpoint files (and sharded checkpoint folders) under ``folder`` whose names fit ``pattern`` (written
+    by rank 0), newest first.
 
     Newest means the most training done: files are ordered by the time fields in their names (``batch``, then
     ``sample``, ``token``, ``epoch``), then by modification time. Temporary files of interrupted writes and the
@@ -91,14 +93,15 @@ def find_checkpoints(folder: str | Path, pattern: str, run_name: str = "") -> li
 
 
 def _timed_checkpoints(folder: Path, pattern: str, run_name: str) -> list[tuple[tuple[float, ...], Path]]:
-    """(time fields in their order of precedence, then the modification time; path) for each file of the pattern."""
+    """(time fields in their order of precedence, then the modification time; path) for each file (or sharded
+    checkpoint folder) of the pattern."""
     if not folder.is_dir():
         return []
     regex, fields = _pattern_regex(pattern, run_name)
     found: list[tuple[tuple[float, ...], Path]] = []
     for path in folder.rglob("*"):
-        if path.name.startswith(".") or path.is_symlink() or not path.is_file():
-            continue
+        if path.name.startswith(".") or path.is_symlink() or not (path.is_file() or path.is_dir()):
+            continue  # a sharded checkpoint is a folder; whether one is complete is for read_checkpoint to say
         match = regex.fullmatch(path.relative_to(folder).as_posix())
         if match is None:
             continue
@@ -164,7 +167,7 @@ def prune_checkpoints(
     for path in reversed(ranked[keep - 1 :]):  # the least worth keeping first
         if path.resolve() in kept_protected:
             continue
-        path.unlink(missing_ok=True)
+        _remove(path)
         deleted.append(path)
     return deleted
 
@@ -189,3 +192,11 @@ def _pattern_regex(pattern: str, run_name: str) -> tuple[re.Pattern[str], set[st
             parts.append(f"(?P<{field}>[0-9]+)")
             fields.add(field)
     return re.compile("".join(parts)), fields
+
+
+def _remove(path: Path) -> None:
+    """Deletes a checkpoint file, or a sharded checkpoint's folder."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)

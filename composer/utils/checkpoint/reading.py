@@ -55,7 +55,9 @@ def read_checkpoint(path: str | os.PathLike[str], *, verify: bool = True) -> dic
 
     Args:
         path (str | Path): A file written by :func:`save_checkpoint` (``.pt`` or ``.safetensors``), or a plain
-            model state dict saved with ``torch.save`` (read as weights without a checksum).
+            model state dict saved with ``torch.save`` (read as weights without a checksum), or a sharded
+            checkpoint's folder (its ``composer.pt``, the shard files checked against their checksums; the tensors
+            stay in the shards: see :func:`~composer.utils.checkpoint.sharded.read_sharded_checkpoint`).
         verify (bool): Check the checksum.
 
     Returns:
@@ -75,6 +77,10 @@ def read_checkpoint(path: str | os.PathLike[str], *, verify: bool = True) -> dic
         ('opencomposer', True)
     """
     path = Path(path)
+    if path.is_dir():
+        from composer.utils.checkpoint.sharded import read_sharded_checkpoint
+
+        return read_sharded_checkpoint(path, verify=verify)
     if not path.is_file():
         raise FileNotFoundError(f"No checkpoint at {path}; check the path (and that the file was copied over).")
     if path.suffix == ".safetensors":

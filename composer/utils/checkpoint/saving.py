@@ -39,6 +39,7 @@ def save_checkpoint(
     weights_only: bool = False,
     metadata: Mapping[str, Any] | None = None,
     check_finite: bool = True,
+    sharded: bool = False,
 ) -> Path:
     """Writes ``state`` to ``path`` atomically (temporary file, fsync, rename), with a checksum.
 
@@ -64,6 +65,8 @@ def save_checkpoint(
         check_finite (bool): Refuse to write model weights (parameters and floating-point buffers) that hold a NaN
             or an infinity: resuming from them would only train on NaN (and autoresume picks the newest checkpoint).
             False writes them as they are (to inspect a diverged run, say).
+        sharded (bool): Write a sharded checkpoint: ``path`` is a folder into which every rank writes its own shards
+            (a model sharded with FSDP only; see :mod:`composer.utils.checkpoint.sharded`).
 
     Returns:
         Path: The path written.
@@ -80,6 +83,17 @@ def save_checkpoint(
         ['format_version', 'metadata', 'state']
     """
     path = Path(path)
+    if sharded:
+        if path.suffix == ".safetensors":
+            raise ValueError(
+                f"Cannot save the sharded checkpoint {path} as safetensors: a sharded checkpoint is a folder of "
+                "per-rank shards. Use a name without the '.safetensors' suffix, or save a full checkpoint."
+            )
+        from composer.utils.checkpoint.sharded import save_sharded_checkpoint
+
+        return save_sharded_checkpoint(
+            state, path, weights_only=weights_only, metadata=metadata, check_finite=check_finite
+        )
     rank_states = None if weights_only else _gather_rank_states(state)
     unsharded = _gather_sharded_state(state, weights_only)  # FSDP: a collective, before rank 0 goes its own way
     if state.rank != 0:
@@ -130,14 +144,7 @@ def _write_checkpoint(
     unsharded: dict[str, Any] | None = None,
     check_finite: bool = True,
 ) -> None:
-    info = {
-        "library": "opencomposer",
-        "library_version": __version__,
-        "torch_version": str(torch.__version__),  # a str subclass, which weights_only loading refuses
-        "python_version": platform.python_version(),
-        "weights_only": weights_only,
-        "config": dict(metadata or {}),
-    }
+    info = _info(weights_only, metadata)
     content: dict[str, Any] = {"model": _bare_model_state(state.model)} if weights_only else state.state_dict()
     if unsharded is not None:
         content.update(unsharded)  # a sharded model's whole weights and optimizer states, in place of the shards
@@ -156,6 +163,18 @@ def _write_checkpoint(
     payload = {"format_version": FORMAT_VERSION, "metadata": info, "state": content}
     _check_plain(payload, "checkpoint")  # fail now, naming the culprit, rather than when loading
     _atomic_write(path, lambda tmp: _write_torch(payload, tmp))
+
+
+def _info(weights_only: bool, metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A checkpoint's ``metadata``: who wrote it, with which versions, and the run's config."""
+    return {
+        "library": "opencomposer",
+        "library_version": __version__,
+        "torch_version": str(torch.__version__),  # a str subclass, which weights_only loading refuses
+        "python_version": platform.python_version(),
+        "weights_only": weights_only,
+        "config": dict(metadata or {}),
+    }
 
 
 def _check_finite_weights(weights: Mapping[str, Any], path: Path) -> None:
