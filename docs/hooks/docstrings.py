@@ -1,0 +1,48 @@
+"""A griffe extension that reads the library's docstrings the way its doctests and Sphinx-era markup mean them.
+
+* ``Example:`` starts an examples section (griffe's Google parser knows only ``Examples:``), so the doctest is shown
+  as code instead of quoted text.
+* Sphinx roles (``:class:`~composer.core.Time```, ``:func:`compile```) become cross-references to the named object
+  where it is documented (plain code where it is not, such as a torch name), and ``:math:`x``` becomes code.
+* A paragraph that ends in ``::`` before an indented block ends in ``:`` (the block is already Markdown code).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import griffe
+
+__all__ = ["SphinxToMarkdown"]
+
+_ROLE = re.compile(r":(?:py:)?(class|func|meth|mod|attr|data|exc|obj|math):`(~?)([^`]+)`")
+
+
+def _convert(text: str, module: str) -> str:
+    def role(match: re.Match[str]) -> str:
+        kind, tilde, target = match.groups()
+        if kind == "math":
+            return f"`{target}`"
+        target = target.strip().removesuffix("()")
+        shown = target.rsplit(".", 1)[-1] if tilde else target
+        if not target.startswith("composer."):
+            # A relative name (``compile``, ``State.timer``): look for it in the docstring's own module.
+            target = f"{module}.{target}" if not target.startswith(("torch", "typing", "collections")) else ""
+        if not target:
+            return f"`{shown}`"
+        return f'<autoref identifier="{target}" optional><code>{shown}</code></autoref>'
+
+    text = _ROLE.sub(role, text)
+    text = re.sub(r"^(\s*)Example:\s*$", r"\1Examples:", text, flags=re.M)
+    return re.sub(r"(\S)::\s*$", r"\1:", text, flags=re.M)
+
+
+class SphinxToMarkdown(griffe.Extension):
+    """Rewrites every docstring before it is parsed (see the module docstring)."""
+
+    def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
+        """Rewrites ``obj``'s docstring in place."""
+        del kwargs
+        if obj.docstring is not None:
+            obj.docstring.value = _convert(obj.docstring.value, obj.module.path)

@@ -1,0 +1,103 @@
+"""Which public names the API reference documents, and on which page.
+
+Every package of ``composer`` that defines ``__all__`` gets a page, plus the modules in :data:`MODULE_PAGES` whose
+import path users type (``composer.optim.scheduler``). A name exported from several places is documented once, on
+the first page of :func:`reference_modules` that exports it (the import path a user would write), and the other
+pages link to it. Nothing here is written by hand per name, so a new public name appears on the site by itself.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["MODULE_PAGES", "Page", "public_names", "reference_modules", "reference_pages"]
+
+# Pages first, in the order that decides where a name exported by several of them is documented: the trainer and the
+# core vocabulary, then the functional forms before the algorithms package (so ``composer.functional.mixup_batch`` is
+# the documented path), the scheduler module where MosaicML Composer's users look for it, then the rest.
+MODULE_PAGES = [
+    "composer.trainer",
+    "composer.core",
+    "composer.functional",
+    "composer.algorithms",
+    "composer.optim.scheduler",
+    "composer.optim.decoupled_weight_decay",
+    "composer.optim.optimizer_hparams",
+    "composer.optim",
+    "composer.models",
+    "composer.datasets",
+    "composer.callbacks",
+    "composer.loggers",
+    "composer.utils",
+    "composer.config",
+    "composer.cli",
+]
+
+
+@dataclass
+class Page:
+    """One reference page: the module, the names it documents in full, and the names it links to elsewhere."""
+
+    module: str
+    documented: list[str] = field(default_factory=list)
+    elsewhere: dict[str, str] = field(default_factory=dict)  # name -> the full path where it is documented
+
+    @property
+    def uri(self) -> str:
+        """The page's path under the site's docs directory."""
+        return f"reference/{self.module}.md"
+
+
+def _packages() -> list[str]:
+    """Every package under ``composer`` (imported, so their ``__all__`` is the one users see)."""
+    import composer
+
+    names = ["composer"]
+    for info in pkgutil.walk_packages(composer.__path__, "composer."):
+        if info.ispkg:
+            names.append(info.name)
+    return names
+
+
+def reference_modules() -> list[str]:
+    """The modules with a reference page, in documenting order: :data:`MODULE_PAGES`, the other packages, ``composer``."""
+    packages = [name for name in _packages() if hasattr(importlib.import_module(name), "__all__")]
+    rest = sorted(name for name in packages if name not in MODULE_PAGES and name != "composer")
+    return [*MODULE_PAGES, *rest, "composer"]
+
+
+def _key(module: str, name: str, value: Any) -> Any:
+    # Plain values (a version string, a number) may be equal by accident: they are the same name only in one module.
+    if value is None or isinstance(value, str | int | float | bool):
+        return (module, name)
+    return id(value)
+
+
+def reference_pages() -> list[Page]:
+    """Every reference page, each name documented on exactly one of them."""
+    pages: list[Page] = []
+    documented_at: dict[Any, str] = {}
+    for module_name in reference_modules():
+        module = importlib.import_module(module_name)
+        page = Page(module_name)
+        for name in module.__all__:
+            key = _key(module_name, name, getattr(module, name))
+            if key in documented_at:
+                page.elsewhere[name] = documented_at[key]
+            else:
+                documented_at[key] = f"{module_name}.{name}"
+                page.documented.append(name)
+        pages.append(page)
+    return pages
+
+
+def public_names() -> dict[str, Any]:
+    """Every documented public name, by the full path it is documented under, with its value."""
+    return {
+        f"{page.module}.{name}": getattr(importlib.import_module(page.module), name)
+        for page in reference_pages()
+        for name in page.documented
+    }

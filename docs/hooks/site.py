@@ -1,0 +1,185 @@
+"""The MkDocs hook that generates the pages and figures the site builds from the code.
+
+* ``reference/<module>.md``: one page per public package (and the modules in ``reference.MODULE_PAGES``), listing
+  every name of its ``__all__`` for mkdocstrings to render from the docstrings.
+* ``methods/<name>.md``: each algorithm's method card (``composer/algorithms/<name>/README.md``), unchanged but for
+  its links and the highlighting of its doctest blocks.
+* ``notes/*.md``: the longer notes kept next to the code (recipes, distributed training, ``composer launch``).
+* ``images/``: the event-loop diagram, the schedulers' learning-rate curves and the main job's committed Pareto plot.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from mkdocs.structure.files import File, Files
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import figures
+import reference
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Markdown kept next to the code that the site shows as a page: repository path -> page path.
+NOTES = {
+    "recipes/README.md": "notes/recipes.md",
+    "composer/trainer/DISTRIBUTED.md": "notes/distributed.md",
+    "composer/cli/LAUNCH.md": "notes/launch.md",
+}
+NOTE_TITLES = {
+    "notes/recipes.md": "Recipes and results",
+    "notes/distributed.md": "Distributed training (details)",
+    "notes/launch.md": "composer launch (details)",
+}
+# The committed result of the main job (`bash scripts/train`): the build shows it, and never reruns the job.
+PARETO = "recipes/results/digits_compare.png"
+
+_LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
+
+
+def _cards() -> dict[str, str]:
+    """Method cards: repository path -> page path, in the order of the registry's names."""
+    return {
+        f"composer/algorithms/{card.parent.name}/README.md": f"methods/{card.parent.name}.md"
+        for card in sorted((ROOT / "composer" / "algorithms").glob("*/README.md"))
+    }
+
+
+def _page_map() -> dict[str, str]:
+    return {**NOTES, **_cards(), "README.md": "index.md"}
+
+
+def rewrite_links(text: str, source: str, page: str, assets: dict[str, str]) -> str:
+    """Points the relative links of ``source`` (a repository path) at their place on the site, seen from ``page``.
+
+    A link to a file that has a page goes to that page; a link to an image copies the image to ``assets/`` (added to
+    ``assets``: repository path -> site path); a link to any other repository file becomes its path in code, since
+    the site has no copy of it. Web links and in-page anchors are left alone.
+    """
+    pages = _page_map()
+
+    def replace(match: re.Match[str]) -> str:
+        bang, label, target = match.groups()
+        if re.match(r"^[a-z]+:", target) or target.startswith("#"):
+            return match.group(0)
+        path, _, anchor = target.partition("#")
+        repo_path = posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
+        if repo_path in pages:
+            site_path = pages[repo_path]
+        elif bang and (ROOT / repo_path).is_file():
+            site_path = assets.setdefault(repo_path, f"assets/{repo_path}")
+        else:
+            return f"{label} (`{repo_path}`)" if label.strip("`") != repo_path else f"`{repo_path}`"
+        relative = posixpath.relpath(site_path, posixpath.dirname(page))
+        return f"{bang}[{label}]({relative}{'#' + anchor if anchor else ''})"
+
+    return _LINK.sub(replace, text)
+
+
+def _card_markdown(text: str) -> str:
+    # Card examples are doctests in plain fences: highlight them as Python console sessions.
+    return re.sub(r"^```\n(?=>>> )", "```pycon\n", text, flags=re.M)
+
+
+def _reference_markdown(page: reference.Page) -> str:
+    lines = [
+        f"# `{page.module}`",
+        "",
+        f"::: {page.module}",
+        "    options:",
+        "      members: false",
+        "      show_root_heading: false",
+        "      show_root_toc_entry: false",
+        "",
+    ]
+    if page.elsewhere:
+        lines += [
+            "",
+            "Also importable from here (documented where listed):",
+            "",
+            "| name | documented as |",
+            "|---|---|",
+        ]
+        lines += [f"| `{name}` | [`{path}`][{path}] |" for name, path in page.elsewhere.items()]
+        lines.append("")
+    for name in page.documented:
+        lines += [f"::: {page.module}.{name}", "    options:", "      heading_level: 2", ""]
+    return "\n".join(lines)
+
+
+def _reference_index(pages: list[reference.Page]) -> str:
+    lines = [
+        "# API reference",
+        "",
+        "Every public name of every package, generated from the docstrings. Each name is documented once, under the",
+        "import path you would type; the other packages that re-export it link to it.",
+        "",
+        "| module | names documented there |",
+        "|---|---|",
+    ]
+    for page in pages:
+        lines.append(f"| [`{page.module}`]({page.module}.md) | {len(page.documented)} |")
+    return "\n".join(lines) + "\n"
+
+
+def _methods_index(cards: dict[str, str]) -> str:
+    lines = [
+        "# Method cards",
+        "",
+        "One card per speed-up method: what it does, how to use it with the Trainer and in your own loop, the exact",
+        "rule it applies, when it helps, and what it measured here. [How to read a card](../guides/speedup-methods.md).",
+        "",
+        "| method | what it does |",
+        "|---|---|",
+    ]
+    for source, page in cards.items():
+        text = (ROOT / source).read_text()
+        title = text.splitlines()[0].lstrip("# ").strip()
+        summary = next(block for block in text.split("\n\n")[1:] if block.strip() and not block.startswith("#"))
+        first = re.split(r"(?<=[.!?])\s", " ".join(summary.split()), maxsplit=1)[0]
+        lines.append(f"| [{title}]({posixpath.basename(page)}) | {first} |")
+    return "\n".join(lines) + "\n"
+
+
+_STATE: dict[str, Any] = {}
+
+
+def on_config(config: Any) -> Any:
+    """Adds the generated sections to the navigation."""
+    pages = reference.reference_pages()
+    cards = _cards()
+    _STATE.update(pages=pages, cards=cards)
+    titles = {page: (ROOT / source).read_text().splitlines()[0].lstrip("# ").strip() for source, page in cards.items()}
+    config.nav.append({"Method cards": ["methods/index.md", *({title: page} for page, title in titles.items())]})
+    config.nav.append({"API reference": ["reference/index.md", *(page.uri for page in pages)]})
+    config.nav.append({"Notes": [{NOTE_TITLES[page]: page} for page in NOTES.values()]})
+    return config
+
+
+def on_files(files: Files, config: Any) -> Files:
+    """Adds the generated pages and figures."""
+    pages: list[reference.Page] = _STATE["pages"]
+    cards: dict[str, str] = _STATE["cards"]
+    assets: dict[str, str] = {}
+
+    def add(uri: str, content: str | bytes) -> None:
+        files.append(File.generated(config, uri, content=content))
+
+    add("reference/index.md", _reference_index(pages))
+    for page in pages:
+        add(page.uri, _reference_markdown(page))
+    add("methods/index.md", _methods_index(cards))
+    for source, page in {**cards, **NOTES}.items():
+        text = rewrite_links((ROOT / source).read_text(), source, page, assets)
+        add(page, _card_markdown(text) if page.startswith("methods/") else text)
+    for source, site_path in assets.items():
+        add(site_path, (ROOT / source).read_bytes())
+    add("images/event_loop.svg", figures.event_loop_svg())
+    add("images/lr_curves.png", figures.lr_curves_png())
+    add("images/digits_compare.png", (ROOT / PARETO).read_bytes())
+    return files
