@@ -10,7 +10,10 @@ device (TF32 off, so the comparisons are float32-exact up to reduction order):
 * ``fsdp``: :func:`composer.trainer.fsdp.prepare_fsdp_module` (every Linear a unit), optimizer built before, trains
   to the unwrapped result, and the gathered full state dict loads into an unwrapped model;
 * ``fsdp_bf16``: ``param_dtype='bf16'``: forward sees bfloat16 weights, the shards stay float32, close to float32;
-* ``fsdp_cpu_offload``: ``cpu_offload=True``: the shards live on the CPU and the step runs.
+* ``fsdp_cpu_offload``: ``cpu_offload=True``: the shards live on the CPU and the step runs;
+* ``auto_microbatch``: ``Trainer(grad_accum='auto')`` on a batch about twice too big for the GPU (sized from its
+  free memory): grad_accum=1 runs out of memory, 'auto' finds a count that fits and trains to the weights of a run
+  with that count fixed (CUDA only).
 
 It prints one line per check and a JSON summary, and exits 1 when a check fails. ``--device cpu`` runs the same
 checks on gloo (no CPU offload) to try the script without a GPU.
@@ -125,12 +128,92 @@ def check_fsdp_cpu_offload(device: torch.device, steps: int) -> str:
     return f"shards on cpu, max |offload - unwrapped| = {diff:.2e}"
 
 
+def _wide_model(width: int, depth: int) -> nn.Module:
+    """Cheap in FLOPs, heavy in activations: every elementwise layer keeps a ``(batch, width)`` tensor for backward."""
+    torch.manual_seed(0)
+    layers: list[nn.Module] = [nn.Linear(64, width)]
+    for _ in range(depth):
+        layers += [_Scale(width), nn.ReLU()]
+    return nn.Sequential(*layers, nn.Linear(width, 10))
+
+
+class _Scale(nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(width))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.weight
+
+
+def check_auto_microbatch(device: torch.device, steps: int) -> str:
+    """``grad_accum='auto'`` on a batch about twice too big for the GPU: grad_accum=1 runs out of memory, 'auto'
+    finds a count that fits and trains to the weights of a run with that count fixed."""
+    import gc
+
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from composer import Trainer
+    from composer.models import ComposerClassifier
+
+    if device.type != "cuda" or not torch.cuda.is_available():
+        return "skipped: a real out-of-memory error needs CUDA"
+    width, depth = 16384, 16
+    torch.cuda.empty_cache()
+    free = torch.cuda.mem_get_info(device)[0]
+    per_sample = width * 4 * (2 * depth + 4)  # bytes of activations kept for backward, roughly
+    batch = int(2 * free / per_sample)
+    x = torch.randn(2 * batch, 64, generator=torch.Generator().manual_seed(2))
+    data = TensorDataset(x, torch.randint(10, (2 * batch,), generator=torch.Generator().manual_seed(3)))
+
+    def run(grad_accum: int | str) -> tuple[Trainer, nn.Module]:
+        model = ComposerClassifier(_wide_model(width, depth), num_classes=10)
+        trainer = Trainer(
+            model=model,
+            train_dataloader=DataLoader(data, batch_size=batch),
+            optimizers=torch.optim.SGD(model.parameters(), lr=0.01),
+            max_duration=f"{min(steps, 2)}ba",
+            grad_accum=grad_accum,
+            device=device,
+            seed=0,
+            progress_bar=False,
+        )
+        trainer.fit()
+        return trainer, model
+
+    try:
+        run(1)
+        raise AssertionError(f"grad_accum=1 with a batch of {batch} did not run out of memory; the check is void")
+    except torch.cuda.OutOfMemoryError:
+        pass
+    gc.collect()
+    torch.cuda.empty_cache()
+    start = time.perf_counter()
+    trainer, model = run("auto")
+    auto_seconds = time.perf_counter() - start
+    found = trainer.state.grad_accum
+    auto_weights = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    trainer.close()
+    del trainer, model
+    gc.collect()
+    torch.cuda.empty_cache()
+    trainer, model = run(found)
+    diff = _max_diff({k: v.detach().cpu() for k, v in model.state_dict().items()}, auto_weights)
+    trainer.close()
+    assert found > 1 and diff <= 1e-6, f"grad_accum found {found}, |auto - fixed| = {diff}"
+    return (
+        f"batch {batch} ({free / 2**30:.1f} GiB free): grad_accum=1 out of memory, 'auto' found {found} "
+        f"({auto_seconds:.1f} s with the retries), max |auto - fixed at {found}| = {diff:.2e}"
+    )
+
+
 CHECKS: dict[str, Callable[[torch.device, int], str]] = {
     "nccl_init": check_nccl_init,
     "ddp": check_ddp,
     "fsdp": check_fsdp,
     "fsdp_bf16": check_fsdp_bf16,
     "fsdp_cpu_offload": check_fsdp_cpu_offload,
+    "auto_microbatch": check_auto_microbatch,
 }
 
 

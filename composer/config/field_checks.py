@@ -165,6 +165,19 @@ def _positive_int(values: Mapping[str, Any], name: str, what: str, nullable: str
     return [ConfigError(name, f"received {value!r}; expected an integer >= 1 ({what}){null}. Set {name}: {example}.")]
 
 
+def _grad_accum_word(values: Mapping[str, Any]) -> list[ConfigError]:
+    value = values.get("grad_accum")
+    if not isinstance(value, str) or value.strip().lower() == "auto":
+        return []
+    return [
+        ConfigError(
+            "grad_accum",
+            f"received {value!r}; expected an integer >= 1 (the microbatches per batch) or auto (find the largest "
+            "microbatch that fits in GPU memory). Set grad_accum: auto, or grad_accum: 2.",
+        )
+    ]
+
+
 def _positive_number(values: Mapping[str, Any], name: str, what: str, example: str) -> list[ConfigError]:
     value = values.get(name)
     if not isinstance(value, _NUMBERS) or (math.isfinite(value) and value > 0):
@@ -283,7 +296,8 @@ def value_problems(values: Mapping[str, Any]) -> list[ConfigError]:
     problems = [
         *_positive_int(values, "train_batch_size", "the samples per training batch"),
         *_positive_int(values, "eval_batch_size", "the samples per evaluation batch", "to use train_batch_size"),
-        *_positive_int(values, "grad_accum", "the microbatches per batch"),
+        *_positive_int(values, "grad_accum", "the microbatches per batch, or auto"),
+        *_grad_accum_word(values),
         *_time_problems(values),
         *_positive_number(values, "scale_schedule_ratio", "the factor on the run's times (1.0: as given)", "1.0"),
         *_scaled_duration_problems(values),

@@ -281,7 +281,7 @@ class TrainerHparams(Hparams):
     seed: StrictInt | None = None
     device: str | None = None
     precision: str = "fp32"
-    grad_accum: StrictInt = 1
+    grad_accum: StrictInt | StrictStr = 1  # or 'auto': see composer.trainer.microbatching
     grad_clip_norm: StrictFloat | StrictInt | None = None
     scale_schedule_ratio: StrictFloat | StrictInt = 1.0
     step_schedulers_every_batch: bool = True

@@ -47,7 +47,8 @@ class Event(Enum, metaclass=_EventMeta):
             for batch in train_dataloader:
                 AFTER_DATALOADER                # the batch is on the device; samples and tokens counted
                 BATCH_START
-                BEFORE_TRAIN_BATCH              # these events repeat when the optimizer re-runs its closure (SAM)
+                BEFORE_TRAIN_BATCH              # these events repeat when the optimizer re-runs its closure (SAM),
+                                                # and when grad_accum='auto' retries the batch (see below)
                 for microbatch in batch split into grad_accum parts:
                     BEFORE_FORWARD
                     AFTER_FORWARD               # state.outputs
@@ -74,6 +75,13 @@ class Event(Enum, metaclass=_EventMeta):
             EVAL_AFTER_FORWARD                  # state.outputs
             EVAL_BATCH_END
         EVAL_END
+
+    With ``grad_accum='auto'``, a batch that runs out of GPU memory is trained again with twice the microbatches:
+    the retry starts at ``BEFORE_TRAIN_BATCH`` (as SAM's second pass does), on the batch ``AFTER_DATALOADER`` and
+    ``BATCH_START`` left, which do not fire again. The failed attempt fired the microbatch events up to where it
+    failed; ``AFTER_TRAIN_BATCH`` and everything after it fire once, for the attempt that succeeded. Evaluation
+    likewise: a batch that runs out of memory is split into parts, each firing ``EVAL_BEFORE_FORWARD`` and
+    ``EVAL_AFTER_FORWARD``, while ``EVAL_BATCH_START`` and ``EVAL_BATCH_END`` fire once per batch.
 
     ``TRAINING_START`` and ``TRAINING_END`` are deprecated aliases of ``FIT_START`` and ``FIT_END``.
 

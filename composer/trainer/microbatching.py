@@ -50,10 +50,12 @@ from __future__ import annotations
 import gc
 import logging
 import math
+import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import numpy as np
 import torch
 
 from composer.core.logging.logger import Logger
@@ -153,25 +155,51 @@ def _empty_cache() -> None:
 
 @dataclass
 class AttemptSnapshot:
-    """What an attempt at a batch may change besides the gradients, taken before it: the process's random states
-    (:meth:`State.capture_rng`), ``state.rng``'s, and a copy of each of the model's buffers (BatchNorm statistics,
-    which a forward pass updates)."""
+    """What an attempt at a batch may change besides the gradients, taken before it: the random states that user code
+    and algorithms draw from (Python's, NumPy's, torch's CPU and CUDA generators, ``state.rng``) and the model's
+    buffers (BatchNorm statistics, which a forward pass updates), flattened into one copy per dtype and device.
 
-    rng: dict[str, Any]
+    The dataloader's generators are left out: the batch is already drawn. Taking one costs about 20 us on the CPU
+    plus one copy kernel per buffer dtype (measured figures: composer/trainer/DISTRIBUTED.md).
+    """
+
+    python_rng: Any
+    numpy_rng: Any
+    torch_rng: torch.Tensor
+    cuda_rng: list[torch.Tensor] | None
     state_rng: torch.Tensor
-    buffers: list[tuple[torch.Tensor, torch.Tensor]]
+    buffers: list[tuple[list[torch.Tensor], torch.Tensor]]
 
     @classmethod
     def take(cls, state: State, model: torch.nn.Module) -> AttemptSnapshot:
-        buffers = [(b, b.detach().clone()) for b in model.buffers()]
-        return cls(state.capture_rng(), state.rng.get_state(), buffers)
+        groups: dict[tuple[torch.dtype, torch.device], list[torch.Tensor]] = {}
+        for buffer in model.buffers():
+            groups.setdefault((buffer.dtype, buffer.device), []).append(buffer)
+        with torch.no_grad():
+            buffers = [(group, torch.cat([b.reshape(-1) for b in group])) for group in groups.values()]
+        cuda = torch.cuda.is_available() and torch.cuda.is_initialized()  # type: ignore[no-untyped-call]
+        return cls(
+            python_rng=random.getstate(),
+            numpy_rng=np.random.get_state(),
+            torch_rng=torch.get_rng_state(),
+            cuda_rng=torch.cuda.get_rng_state_all() if cuda else None,
+            state_rng=state.rng.get_state(),
+            buffers=buffers,
+        )
 
     def restore(self, state: State) -> None:
-        state.restore_rng(self.rng)
+        random.setstate(self.python_rng)
+        np.random.set_state(self.numpy_rng)
+        torch.set_rng_state(self.torch_rng)
+        if self.cuda_rng is not None:
+            torch.cuda.set_rng_state_all(self.cuda_rng)
         state.rng.set_state(self.state_rng)
         with torch.no_grad():
-            for buffer, saved in self.buffers:
-                buffer.copy_(saved)
+            for group, saved in self.buffers:
+                offset = 0
+                for buffer in group:
+                    buffer.copy_(saved[offset : offset + buffer.numel()].view_as(buffer))
+                    offset += buffer.numel()
 
 
 def average_gradients(parameters: Sequence[torch.nn.Parameter], has_grad: Sequence[bool]) -> None:

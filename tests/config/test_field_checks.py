@@ -163,3 +163,20 @@ def test_a_large_momentum_warns_and_a_non_finite_learning_rate_is_refused(tmp_pa
         assert load_recipe(path, ["optimizer.sgd.momentum=152"]).optimizer.momentum == 152
     with pytest.raises(ConfigError, match=r"^optimizer\.sgd: Invalid SGDHparams: lr=nan must be >= 0 and finite"):
         load_recipe(path, ["optimizer.sgd.lr=.nan"])
+
+
+def test_grad_accum_auto_reaches_the_trainer():
+    config = TrainerHparams.from_dict({**TINY, "grad_accum": "auto"})
+    assert config.grad_accum == "auto"
+    trainer = config.initialize_object()
+    try:
+        assert trainer._microbatching.auto and trainer.state.grad_accum == 1
+    finally:
+        trainer.close()
+
+
+def test_a_grad_accum_word_other_than_auto_names_the_choices():
+    ((where, message),) = _problems(grad_accum="automatic")
+    assert where == "grad_accum"
+    assert message.startswith("received 'automatic'; expected an integer >= 1 (the microbatches per batch) or auto")
+    assert "Set grad_accum: auto" in message
