@@ -159,8 +159,9 @@ class AttemptSnapshot:
     and algorithms draw from (Python's, NumPy's, torch's CPU and CUDA generators, ``state.rng``) and the model's
     buffers (BatchNorm statistics, which a forward pass updates), flattened into one copy per dtype and device.
 
-    The dataloader's generators are left out: the batch is already drawn. Taking one costs about 20 us on the CPU
-    plus one copy kernel per buffer dtype (measured figures: composer/trainer/DISTRIBUTED.md).
+    The dataloader's generators are left out: the batch is already drawn. Taken before every batch under ``'auto'``:
+    0.3-0.5 ms per batch on the (loaded) 2-core development machine for an MLP with one BatchNorm, most of it NumPy's
+    ``get_state`` (0.14 ms), plus one copy kernel per buffer dtype on a GPU.
     """
 
     python_rng: Any
