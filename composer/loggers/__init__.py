@@ -14,6 +14,7 @@ from composer.loggers.in_memory import InMemoryLogger, InMemoryLoggerHparams
 from composer.loggers.log_interval import LogInterval
 from composer.loggers.mlflow_logger import MLflowLogger, MLflowLoggerHparams, is_mlflow_available
 from composer.loggers.progress_bar import ProgressBarLogger, ProgressBarLoggerHparams
+from composer.loggers.remote_uploader import RemoteUploader
 from composer.loggers.tensorboard_logger import TensorboardLogger, TensorboardLoggerHparams, is_tensorboard_available
 from composer.loggers.wandb_logger import WandBLogger, WandBLoggerHparams, is_wandb_available
 
@@ -37,6 +38,7 @@ __all__ = [
     "MLflowLoggerHparams",
     "ProgressBarLogger",
     "ProgressBarLoggerHparams",
+    "RemoteUploader",
     "TensorboardLogger",
     "TensorboardLoggerHparams",
     "WandBLogger",

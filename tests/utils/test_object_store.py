@@ -1,0 +1,153 @@
+"""composer.utils.object_store: URLs, options, the S3 client against moto (authentication on), the background
+uploader's bounded queue and failures, and a remote checkpoint folder's ranking, pruning and verification."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+
+import pytest
+
+from composer.utils.checkpoint import CheckpointError
+from composer.utils.object_store import (
+    BackgroundUploader,
+    ObjectStoreURL,
+    RemoteCheckpointFolder,
+    S3ObjectStore,
+    StorageOptions,
+    UploadError,
+    parse_location,
+)
+
+# ---- URLs and options --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("s3://bucket-a/runs/r1/", ObjectStoreURL("bucket-a", "runs/r1")),
+        ("s3://bucket-a", ObjectStoreURL("bucket-a", "")),
+        ("S3://bucket-a/x", ObjectStoreURL("bucket-a", "x")),
+    ],
+)
+def test_s3_urls_parse(value, expected):
+    assert parse_location(value, "save_folder") == expected
+
+
+def test_credentials_in_a_url_are_refused_and_never_shown():
+    with pytest.raises(ValueError) as error:
+        parse_location("s3://AKIAEXAMPLE:topsecret@bucket-a/runs", "load_path")
+    assert "topsecret" not in str(error.value) and "AKIAEXAMPLE" not in str(error.value)
+    assert str(error.value).startswith("load_path='s3://***@bucket-a/runs' carries credentials")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"endpoint": "http://x"}, r"unknown key 'endpoint' \(did you mean 'endpoint_url'\?\)"),
+        ({"aws_secret_access_key": "s3cr3t"}, r"credentials are not passed here"),
+        ({"endpoint_url": "127.0.0.1:5000"}, r"must be an http:// or https:// address"),
+        ({"retry_budget": 0}, r"retry_budget=0 must be a positive number"),
+        ({"multipart_chunksize_mb": 1}, r"below S3's smallest part"),
+    ],
+)
+def test_storage_options_are_checked(options, message):
+    with pytest.raises(ValueError, match=message) as error:
+        StorageOptions.from_input(options)
+    assert "s3cr3t" not in str(error.value)
+
+
+# ---- the client ----------------------------------------------------------------------------------------------------
+
+
+def test_upload_download_list_head_delete_with_multipart(s3_env, tmp_path):
+    bucket = s3_env.create_bucket()
+    store = S3ObjectStore(
+        bucket, {"endpoint_url": s3_env.endpoint_url, "multipart_threshold_mb": 5, "multipart_chunksize_mb": 5}
+    )
+    data = hashlib.sha256(b"seed").digest() * (7 * 2**15)  # 7 MB, deterministic: two parts
+    source = tmp_path / "source.bin"
+    source.write_bytes(data)
+    sent = []
+    store.upload(source, "p/big.bin", metadata={"composer-sha256": "abc"}, progress=sent.append)
+    assert sum(sent) == len(data)
+    info = store.head("p/big.bin")
+    assert info is not None and info.size == len(data) and info.metadata == {"composer-sha256": "abc"}
+    assert store.head("p/missing.bin") is None
+    assert [o.key for o in store.list_objects("p/")] == ["p/big.bin"]
+    store.download("p/big.bin", tmp_path / "copy" / "big.bin")
+    assert (tmp_path / "copy" / "big.bin").read_bytes() == data
+    store.delete("p/big.bin")
+    assert store.list_objects("p/") == []
+
+
+# ---- the background uploader --------------------------------------------------------------------------------------
+
+
+def test_a_full_queue_makes_the_caller_wait():
+    release = threading.Event()
+    done = []
+    uploader = BackgroundUploader(max_pending=1)
+    uploader.submit(lambda: (release.wait(5), done.append(1)), "first")
+    waited = threading.Event()
+
+    def second():
+        uploader.submit(lambda: done.append(2), "second")
+        waited.set()
+
+    caller = threading.Thread(target=second)
+    caller.start()
+    time.sleep(0.2)
+    assert not waited.is_set() and uploader.pending == 1  # training waits rather than pile files up
+    release.set()
+    caller.join(5)
+    uploader.close()
+    assert done == [1, 2]
+
+
+def test_a_failed_job_is_raised_at_the_next_submit_and_the_jobs_queued_behind_it_are_dropped():
+    gate = threading.Event()
+    ran = []
+    uploader = BackgroundUploader(max_pending=3)
+
+    def fail():
+        gate.wait(5)
+        raise OSError("the store went away")
+
+    uploader.submit(fail, "Uploading a.pt", note="a.pt stays local.")
+    uploader.submit(lambda: ran.append("b"), "Uploading b.pt")
+    gate.set()
+    time.sleep(0.2)
+    with pytest.raises(UploadError, match=r"^Uploading a.pt failed: OSError: the store went away a.pt stays local.$"):
+        uploader.submit(lambda: ran.append("c"), "Uploading c.pt")
+    uploader.close()
+    assert ran == []
+
+
+# ---- a remote checkpoint folder ----------------------------------------------------------------------------------
+
+
+def test_ranking_pruning_and_verification_follow_the_local_rules(s3_env, tmp_path):
+    bucket = s3_env.create_bucket()
+    url = ObjectStoreURL(bucket, "run")
+    folder = RemoteCheckpointFolder.open(
+        url, {"endpoint_url": s3_env.endpoint_url, "local_folder": str(tmp_path / "local")}, "save_folder", write=True
+    )
+    for batch in (3, 9, 6):
+        path = tmp_path / f"ep0-ba{batch}.pt"
+        path.write_bytes(bytes([batch]) * 1000)
+        folder.upload(path, path.name)
+    s3_env.client().put_object(Bucket=bucket, Key="run/notes.txt", Body=b"not a checkpoint")
+    assert folder.newest_first("ep{epoch}-ba{batch}.pt") == ["ep0-ba9.pt", "ep0-ba6.pt", "ep0-ba3.pt"]
+    assert folder.download("ep0-ba6.pt").read_bytes() == bytes([6]) * 1000
+    # Bytes that do not match their checksum are refused, and not left behind.
+    s3_env.client().put_object(
+        Bucket=bucket, Key="run/ep0-ba9.pt", Body=b"damaged", Metadata={"composer-sha256": "0" * 64}
+    )
+    with pytest.raises(CheckpointError, match=r"does not match the checksum it was uploaded with"):
+        folder.download("ep0-ba9.pt")
+    assert not (tmp_path / "local" / "ep0-ba9.pt").exists()
+    # Newest = the one just uploaded (6): the one ahead of it (9) goes first, then the oldest.
+    assert folder.prune("ep{epoch}-ba{batch}.pt", 1, "ep0-ba6.pt") == ["ep0-ba9.pt", "ep0-ba3.pt"]
+    assert s3_env.keys(bucket) == ["run/ep0-ba6.pt", "run/notes.txt"]
