@@ -1,0 +1,36 @@
+"""Every ```python block of every guide runs, in order, one namespace per page, in a fresh working directory.
+
+A block that cannot run here (several processes, an object store, the whole main job) is preceded by a line
+``<!-- not-run: the reason, and the test that covers it -->``; the reason is required.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+GUIDES = Path(__file__).resolve().parents[2] / "docs" / "guides"
+_BLOCK = re.compile(r"(?:<!-- not-run: (?P<reason>[^>]*?) -->\n)?```python\n(?P<code>.*?)```", re.S)
+
+
+def blocks(page: Path) -> list[tuple[str, str]]:
+    """The page's python blocks: (code, reason not run or '')."""
+    return [(m.group("code"), (m.group("reason") or "").strip()) for m in _BLOCK.finditer(page.read_text())]
+
+
+def test_not_run_markers_give_a_reason():
+    for page in sorted(GUIDES.glob("*.md")):
+        for marker in re.findall(r"<!-- not-run:(.*?)-->", page.read_text()):
+            assert marker.strip(), f"{page.name}: a not-run block needs its reason"
+
+
+@pytest.mark.parametrize("page", sorted(GUIDES.glob("*.md")), ids=lambda path: path.stem)
+def test_guide_code_runs(page, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # what an example writes lands here
+    namespace: dict = {"__name__": f"guide_{page.stem.replace('-', '_')}"}
+    for index, (code, reason) in enumerate(blocks(page)):
+        if reason:
+            continue
+        exec(compile(code, f"{page.name}[python block {index}]", "exec"), namespace)
