@@ -7,6 +7,8 @@ A block that cannot run here (several processes, an object store, the whole main
 from __future__ import annotations
 
 import re
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -29,7 +31,10 @@ def test_not_run_markers_give_a_reason():
 @pytest.mark.parametrize("page", sorted(GUIDES.glob("*.md")), ids=lambda path: path.stem)
 def test_guide_code_runs(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # what an example writes lands here
-    namespace: dict = {"__name__": f"guide_{page.stem.replace('-', '_')}"}
+    # The page runs as a module of its own, as a script would, so that dataclasses and pickling can find it.
+    module = types.ModuleType(f"guide_{page.stem.replace('-', '_')}")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    namespace = module.__dict__
     for index, (code, reason) in enumerate(blocks(page)):
         if reason:
             continue
