@@ -7,8 +7,12 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def _doctest_objects(request: pytest.FixtureRequest) -> None:
-    """Fresh objects for every doctest: model, train_dataloader, eval_dataloader, optimizer, state."""
-    if not isinstance(request.node, pytest.DoctestItem):
+    """Fresh objects for the doctests of docstrings: model, train_dataloader, eval_dataloader, optimizer, state.
+
+    A method card (an algorithm's ``README.md``) gets none of them: its examples must run as a reader pastes them,
+    building their own model and data from the library's public ones.
+    """
+    if not isinstance(request.node, pytest.DoctestItem) or request.node.path.name == "README.md":
         return
     import torch
 
