@@ -93,7 +93,6 @@ __all__ = [
     "StochasticDepthHparams",
 ]
 
-# Registry name -> class name (the registry ALGORITHMS, without importing the classes).
 ALGORITHM_CLASS_NAMES: dict[str, str] = {
     "colout": "ColOut",
     "cutmix": "CutMix",
@@ -118,6 +117,7 @@ ALGORITHM_CLASS_NAMES: dict[str, str] = {
     "alibi": "Alibi",
     "seq_length_warmup": "SeqLengthWarmup",
 }
+"""Each method's registry name mapped to its class's name: :data:`ALGORITHMS` without importing the classes."""
 
 # Public name -> the module that defines it.
 _LAZY = {
@@ -182,3 +182,5 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     ALGORITHMS: dict[str, type[Algorithm]]
+    """The algorithm registry: each name a recipe's ``algorithms:`` may use, mapped to its class (imported on first
+    access)."""

@@ -50,7 +50,6 @@ __all__ = [
     "memory_usage",
 ]
 
-# Registry name -> callback class.
 CALLBACKS: dict[str, type[Callback]] = {
     "checkpoint_saver": CheckpointSaver,
     "early_stopper": EarlyStopper,
@@ -62,8 +61,8 @@ CALLBACKS: dict[str, type[Callback]] = {
     "speed_monitor": SpeedMonitor,
     "threshold_stopper": ThresholdStopper,
 }
+"""The callback registry: each name a recipe's ``callbacks:`` may use, mapped to its class."""
 
-# Registry name -> the config class that builds it (YAML ``callbacks:`` entries).
 CALLBACK_HPARAMS: dict[str, type[Hparams]] = {
     "checkpoint_saver": CheckpointSaverHparams,
     "early_stopper": EarlyStopperHparams,
@@ -75,3 +74,4 @@ CALLBACK_HPARAMS: dict[str, type[Hparams]] = {
     "speed_monitor": SpeedMonitorHparams,
     "threshold_stopper": ThresholdStopperHparams,
 }
+"""Each registry name mapped to the config class (``*Hparams``) that builds its callback from a recipe."""

@@ -66,6 +66,12 @@ def log_images(state: State, logger: Logger, name: str, images: torch.Tensor) ->
 
     Returns:
         bool: Whether any destination took them.
+
+    Args:
+        state: The training state (the destinations' ``will_log`` reads it, and its timer stamps the images).
+        logger: The run's logger, whose destinations receive the images.
+        name: The images' name, such as ``'images/train'``.
+        images: One image ``(C, H, W)`` or a batch ``(N, C, H, W)``, floats in ``[0, 1]``.
     """
     takers = _image_destinations(state, logger)
     if not takers:

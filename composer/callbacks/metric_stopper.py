@@ -19,6 +19,12 @@ _LOWER_IS_BETTER = ("loss", "error", "perplexity", "crossentropy", "time/", "mem
 def infer_mode(name: str) -> str:
     """``'min'`` for a name that reads as a loss, error or cost, else ``'max'``.
 
+    Args:
+        name: A logged name, such as ``'loss/train'`` or ``'metrics/eval/Accuracy'``.
+
+    Returns:
+        str: ``'min'`` when lower is better, ``'max'`` when higher is.
+
     Example:
         >>> infer_mode("loss/train"), infer_mode("metrics/eval/CrossEntropy"), infer_mode("metrics/eval/Accuracy")
         ('min', 'min', 'max')
@@ -32,6 +38,12 @@ def known_metric_names(state: State) -> list[str]:
 
     They are ``loss/train``, ``metrics/<label>/<name>`` for every evaluator and each metric it computes, and the
     names that callbacks declare through a ``metric_names(state)`` method (the monitors in this package do).
+
+    Args:
+        state: The training state, whose evaluators and callbacks are read.
+
+    Returns:
+        list[str]: The names, in that order.
     """
     names = ["loss/train"]
     get_metrics = getattr(state.model, "get_metrics", None)

@@ -192,6 +192,12 @@ def check_algorithms(config: Any) -> None:
 def to_yaml(config: TrainerHparams) -> str:
     """Returns the config as YAML that :func:`load_recipe` reads back to an equal config.
 
+    Args:
+        config: The validated config, as :func:`load_recipe` returns it.
+
+    Returns:
+        str: The YAML text.
+
     Example:
         >>> from composer.config import TrainerHparams
         >>> config = TrainerHparams.from_dict({"model": "gpt", "train_dataset": "python_docs",

@@ -32,7 +32,7 @@ class Trace:
 
     Every algorithm object has its own traces, so several instances of one class each keep their exit code.
 
-    Attributes:
+    Args:
         name (str): The algorithm's class name; when ``state.algorithms`` holds several instances of one class, the
             second and later ones (in list order) are named ``"<Class>#2"``, ``"<Class>#3"``, ...
         event (Event): The event.

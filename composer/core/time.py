@@ -729,6 +729,15 @@ def _truncated_quotient(count: int, divisor: object) -> int:
 class Timestamp(NamedTuple):
     """A snapshot of every :class:`Timer` counter, as passed to loggers.
 
+    Args:
+        epoch: Epochs completed.
+        batch: Batches (optimizer steps) completed in the whole run.
+        batch_in_epoch: Batches completed in the current epoch.
+        sample: Samples trained on in the whole run.
+        sample_in_epoch: Samples trained on in the current epoch.
+        token: Tokens trained on in the whole run.
+        token_in_epoch: Tokens trained on in the current epoch.
+
     Example:
         >>> timer = Timer()
         >>> timer.on_batch_complete(samples=32)

@@ -127,6 +127,9 @@ def digits_dataloaders(
         num_workers: DataLoader worker processes.
         image_size: Side length of the images (see :func:`digits_datasets`); 8 keeps the originals.
 
+    Returns:
+        tuple[DataLoader, DataLoader]: The training loader (shuffled) and the evaluation loader (in order).
+
     Raises:
         ImportError: If scikit-learn is not installed (install ``opencomposer[data]``).
 

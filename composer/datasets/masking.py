@@ -56,6 +56,9 @@ def mask_token_id_of(config: object) -> int:
     Args:
         config: A model config, such as ``model.config`` of a ``transformers`` model.
 
+    Returns:
+        int: The mask token id.
+
     Raises:
         ValueError: If the config's ``mask_token_id`` is not a non-negative int.
 
@@ -95,6 +98,9 @@ def mask_tokens(
         special_token_ids: Ids never chosen (padding, ``[CLS]``, ``[SEP]``).
         maskable: Optional boolean tensor of ``input_ids``'s shape; False positions are never chosen (padding
             marked by an ``attention_mask`` of 0).
+
+    Returns:
+        tuple[torch.Tensor, torch.Tensor]: The masked input ids and the labels, both of ``input_ids``'s shape.
 
     Raises:
         ValueError: If ``input_ids`` is not an integer tensor, ``mlm_probability`` is not in (0, 1), a token id is

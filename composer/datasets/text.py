@@ -119,6 +119,9 @@ def load_python_docs(split: str = "train") -> torch.Tensor:
     Args:
         split: ``'train'`` or ``'validation'``.
 
+    Returns:
+        torch.Tensor: The split's bytes, 1-D, uint8.
+
     Raises:
         ValueError: If ``split`` is not one of the two.
         RuntimeError: If the shipped file does not match its recorded SHA-256.
@@ -148,6 +151,9 @@ def byte_unigram_entropy(data: torch.Tensor) -> float:
 
     Args:
         data: A 1-D tensor of byte values (any integer dtype, values in ``[0, 256)``).
+
+    Returns:
+        float: The entropy of the byte frequencies, in nats.
 
     Example:
         >>> byte_unigram_entropy(torch.tensor([0, 1, 0, 1], dtype=torch.uint8))  # two equally likely bytes: log 2
@@ -310,6 +316,9 @@ def python_docs_dataloaders(
             to mask for a masked language model (BERT uses 0.15).
         mask_token_id: The mask token, used with ``mlm_probability``.
 
+    Returns:
+        tuple[DataLoader, DataLoader]: The training loader and the validation loader.
+
     Example:
         >>> train_dl, eval_dl = python_docs_dataloaders(seq_len=64, batch_size=8)
         >>> batch = next(iter(train_dl))
@@ -362,6 +371,9 @@ def text_file_dataloader(
         mlm_probability: None for causal language modelling, or the fraction of bytes to mask for a masked
             language model, as in :func:`python_docs_dataloaders`.
         mask_token_id: The mask token, used with ``mlm_probability``.
+
+    Returns:
+        DataLoader: The loader; its batches are dicts of ``input_ids`` and ``labels``, each ``(batch_size, seq_len)``.
 
     Example:
         >>> import pathlib, tempfile

@@ -48,7 +48,6 @@ __all__ = [
     "is_wandb_available",
 ]
 
-# Registry name -> destination class.
 LOGGERS: dict[str, type[LoggerDestination]] = {
     "console": ConsoleLogger,
     "csv": CSVLogger,
@@ -59,8 +58,8 @@ LOGGERS: dict[str, type[LoggerDestination]] = {
     "tensorboard": TensorboardLogger,
     "wandb": WandBLogger,
 }
+"""The logger registry: each name a recipe's ``loggers:`` may use, mapped to its destination class."""
 
-# Registry name -> the config class that builds it (YAML ``loggers:`` entries).
 LOGGER_HPARAMS: dict[str, type[Hparams]] = {
     "console": ConsoleLoggerHparams,
     "csv": CSVLoggerHparams,
@@ -71,3 +70,4 @@ LOGGER_HPARAMS: dict[str, type[Hparams]] = {
     "tensorboard": TensorboardLoggerHparams,
     "wandb": WandBLoggerHparams,
 }
+"""Each registry name mapped to the config class (``*Hparams``) that builds its destination from a recipe."""

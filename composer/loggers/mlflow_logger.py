@@ -26,7 +26,11 @@ _MAX_METRICS_PER_CALL = 1000
 
 
 def is_mlflow_available() -> bool:
-    """Whether the ``mlflow`` package is installed (``pip install 'opencomposer[loggers]'``)."""
+    """Whether the ``mlflow`` package is installed (``pip install 'opencomposer[loggers]'``).
+
+    Returns:
+        bool: True when ``mlflow`` can be imported.
+    """
     return is_package_available("mlflow")
 
 
@@ -44,39 +48,40 @@ def _local_path(tracking_uri: str) -> tuple[Path, bool] | None:
 class MLflowLogger(BufferedDestination):
     """Writes logged values to an MLflow run, through :class:`mlflow.tracking.MlflowClient` (no global active run).
 
-       Numbers become metrics at step ``timestamp.batch``; strings and other values become run tags (tags may change,
-       so a value logged again is simply updated); images become MLflow images. The run is created at
-       ``Event.FIT_START`` (or at the first value logged, when nothing is trained), once any checkpoint is loaded, and
-       ended when the trainer closes (``FAILED`` if training raised).
+    Numbers become metrics at step ``timestamp.batch``; strings and other values become run tags (tags may change,
+    so a value logged again is simply updated); images become MLflow images. The run is created at
+    ``Event.FIT_START`` (or at the first value logged, when nothing is trained), once any checkpoint is loaded, and
+    ended when the trainer closes (``FAILED`` if training raised).
 
-       A run that resumes from a checkpoint (``autoresume``, or ``load_path`` with the whole state) continues the same
-       MLflow run: checkpoints save its ``run_id``, and the resumed run sets it back to ``RUNNING`` and logs on by step
-       (a run id the tracking store no longer has starts a new run, with a warning). MLflow cannot delete single metric
-       values, so a step that the interrupted run logged after its last checkpoint and the resumed run logs again holds
-       two values in the metric's history, the resumed run's with the later timestamp; the run's latest value
-       (``run.data.metrics``) and MLflow's charts of the latest values are the resumed run's. Keep the newest value per
-       step when reading a history back::
+    A run that resumes from a checkpoint (``autoresume``, or ``load_path`` with the whole state) continues the same
+    MLflow run: checkpoints save its ``run_id``, and the resumed run sets it back to ``RUNNING`` and logs on by step
+    (a run id the tracking store no longer has starts a new run, with a warning). MLflow cannot delete single metric
+    values, so a step that the interrupted run logged after its last checkpoint and the resumed run logs again holds
+    two values in the metric's history, the resumed run's with the later timestamp; the run's latest value
+    (``run.data.metrics``) and MLflow's charts of the latest values are the resumed run's. Keep the newest value per
+    step when reading a history back::
 
-           latest = {m.step: m.value for m in sorted(client.get_metric_history(run_id, key), key=lambda m: m.timestamp)}
+        latest = {m.step: m.value for m in sorted(client.get_metric_history(run_id, key), key=lambda m: m.timestamp)}
+
     Metrics are sent in batches. With
-       ``tracking_uri='sqlite:///path/mlflow.db'`` everything stays in one local file, no server needed; browse it with
-       ``mlflow ui --backend-store-uri sqlite:///path/mlflow.db``. Needs the ``loggers`` extra.
+    ``tracking_uri='sqlite:///path/mlflow.db'`` everything stays in one local file, no server needed; browse it with
+    ``mlflow ui --backend-store-uri sqlite:///path/mlflow.db``. Needs the ``loggers`` extra.
 
-       Args:
-           tracking_uri (str, optional): Where runs are stored: ``'sqlite:///<file>'``, a folder, or a server URL.
-               Default: MLflow's own default (the ``MLFLOW_TRACKING_URI`` environment variable, else a local store).
-           experiment_name (str): The experiment; created if missing.
-           run_name (str, optional): The run's name; default: MLflow picks one.
-           tags (dict[str, str], optional): Tags set on the run when it is created.
-           artifact_location (str, optional): Where a newly created experiment keeps artifacts (images); default:
-               an ``mlartifacts`` folder next to a local store, else MLflow's default.
-           log_level (LogLevel | str): The most verbose level written (default: BATCH).
-           log_interval (str | Time | int): Write BATCH values every this many batches, or EPOCH values every this many
-               epochs (``'1ep'``).
-           flush_interval (int): Send after this many records are pending.
+    Args:
+        tracking_uri (str, optional): Where runs are stored: ``'sqlite:///<file>'``, a folder, or a server URL.
+            Default: MLflow's own default (the ``MLFLOW_TRACKING_URI`` environment variable, else a local store).
+        experiment_name (str): The experiment; created if missing.
+        run_name (str, optional): The run's name; default: MLflow picks one.
+        tags (dict[str, str], optional): Tags set on the run when it is created.
+        artifact_location (str, optional): Where a newly created experiment keeps artifacts (images); default:
+            an ``mlartifacts`` folder next to a local store, else MLflow's default.
+        log_level (LogLevel | str): The most verbose level written (default: BATCH).
+        log_interval (str | Time | int): Write BATCH values every this many batches, or EPOCH values every this many
+            epochs (``'1ep'``).
+        flush_interval (int): Send after this many records are pending.
 
-       Attributes:
-           run_id (str | None): The MLflow run's id, once created.
+    Attributes:
+        run_id (str | None): The MLflow run's id, once created.
     """
 
     def __init__(

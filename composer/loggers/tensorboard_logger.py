@@ -22,7 +22,11 @@ __all__ = ["TensorboardLogger", "TensorboardLoggerHparams", "is_tensorboard_avai
 
 
 def is_tensorboard_available() -> bool:
-    """Whether the ``tensorboard`` package is installed (``pip install 'opencomposer[loggers]'``)."""
+    """Whether the ``tensorboard`` package is installed (``pip install 'opencomposer[loggers]'``).
+
+    Returns:
+        bool: True when ``tensorboard`` can be imported.
+    """
     return is_package_available("tensorboard")
 
 

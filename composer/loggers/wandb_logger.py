@@ -22,7 +22,11 @@ _MODES = ("offline", "online", "disabled", "shared")
 
 
 def is_wandb_available() -> bool:
-    """Whether the ``wandb`` package is installed (``pip install 'opencomposer[loggers]'``)."""
+    """Whether the ``wandb`` package is installed (``pip install 'opencomposer[loggers]'``).
+
+    Returns:
+        bool: True when ``wandb`` can be imported.
+    """
     return is_package_available("wandb")
 
 

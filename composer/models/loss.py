@@ -34,6 +34,9 @@ def soft_cross_entropy(
         reduction: ``'mean'`` (over the per-element losses; for index targets, over the non-ignored ones),
             ``'sum'`` or ``'none'`` (shape ``(N, d1, ...)``).
 
+    Returns:
+        torch.Tensor: The loss: a scalar for ``'mean'`` and ``'sum'``, shape ``(N, d1, ...)`` for ``'none'``.
+
     Raises:
         ValueError: If ``reduction`` is unknown or the shapes of ``input`` and ``target`` do not match.
 

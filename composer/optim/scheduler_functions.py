@@ -158,6 +158,10 @@ def constant_scheduler(
         factor (float): Factor. Default = 1.0.
         total_time (str or Time): Total time. Default = '1dur'.
 
+    Returns:
+        float: The factor by which the Trainer multiplies each parameter group's initial learning rate
+            at the current time of ``state``.
+
     Example:
         >>> import torch
         >>> from composer.core.state import State
@@ -192,6 +196,10 @@ def linear_scheduler(
         end_factor (float): End factor. Default = 0.0.
         total_time (str or Time): Total time. Default = '1dur'.
 
+    Returns:
+        float: The factor by which the Trainer multiplies each parameter group's initial learning rate
+            at the current time of ``state``.
+
     Example:
         >>> import torch
         >>> from composer.core.state import State
@@ -220,6 +228,10 @@ def exponential_scheduler(state: State, *, ssr: float = 1.0, gamma: float) -> fl
             :math:`t` with an SSR of 1.0 should be the same as that computed by this scheduler at time
             :math:`t \\times s` with an SSR of :math:`s`. Default = 1.0.
         gamma (float): Gamma, the multiplicative decay per epoch.
+
+    Returns:
+        float: The factor by which the Trainer multiplies each parameter group's initial learning rate
+            at the current time of ``state``.
 
     Example:
         >>> import torch
@@ -252,6 +264,10 @@ def step_scheduler(state: State, *, ssr: float = 1.0, step_size: str | Time[Any]
             :math:`t \\times s` with an SSR of :math:`s`. Default = 1.0.
         step_size (str or Time): Time between two decays.
         gamma (float): Gamma. Default = 0.1.
+
+    Returns:
+        float: The factor by which the Trainer multiplies each parameter group's initial learning rate
+            at the current time of ``state``.
 
     Example:
         >>> import torch
@@ -292,6 +308,10 @@ def multi_step_scheduler(
         milestones (list of str or Time): Milestones.
         gamma (float): Gamma. Default = 0.1.
 
+    Returns:
+        float: The factor by which the Trainer multiplies each parameter group's initial learning rate
+            at the current time of ``state``.
+
     Example:
         >>> import torch
         >>> from composer.core.state import State
@@ -318,6 +338,10 @@ def cosine_annealing_scheduler(
             :math:`t \\times s` with an SSR of :math:`s`. Default = 1.0.
         t_max (str or Time): Total time. Default = '1dur'.
         min_factor (float): Minimum factor. Default = 0.0.
+
+    Returns:
+        float: The factor by which the Trainer multiplies each parameter group's initial learning rate
+            at the current time of ``state``.
 
     Example:
         >>> import torch
@@ -372,6 +396,10 @@ def cosine_annealing_warm_restarts_scheduler(
         t_mult (float): The multiplier for subsequent cycles' durations. Default = 1.0.
         min_factor (float): Minimum factor. Default = 0.0.
 
+    Returns:
+        float: The factor by which the Trainer multiplies each parameter group's initial learning rate
+            at the current time of ``state``.
+
     Example:
         >>> import torch
         >>> from composer.core.state import State
@@ -405,6 +433,10 @@ def polynomial_scheduler(
         t_max (str or Time): Total time. Default = '1dur'.
         power (float): Power.
         min_factor (float): Minimum factor. Default = 0.0.
+
+    Returns:
+        float: The factor by which the Trainer multiplies each parameter group's initial learning rate
+            at the current time of ``state``.
 
     Example:
         >>> import torch
@@ -444,6 +476,10 @@ def multi_step_with_warmup_scheduler(
         warmup_time (str or Time): Warmup time.
         milestones (list of str or Time): Milestones.
         gamma (float): Gamma. Default = 0.1.
+
+    Returns:
+        float: The factor by which the Trainer multiplies each parameter group's initial learning rate
+            at the current time of ``state``.
 
     Example:
         >>> import torch
@@ -490,6 +526,10 @@ def linear_with_warmup_scheduler(
         end_factor (float): End factor. Default = 0.0.
         total_time (str or Time): Total time. Default = '1dur'.
 
+    Returns:
+        float: The factor by which the Trainer multiplies each parameter group's initial learning rate
+            at the current time of ``state``.
+
     Example:
         >>> import torch
         >>> from composer.core.state import State
@@ -530,6 +570,10 @@ def cosine_annealing_with_warmup_scheduler(
         warmup_time (str or Time): Warmup time.
         t_max (str or Time): Total time. Default = '1dur'.
         min_factor (float): Minimum factor. Default = 0.0.
+
+    Returns:
+        float: The factor by which the Trainer multiplies each parameter group's initial learning rate
+            at the current time of ``state``.
 
     Example:
         >>> import torch

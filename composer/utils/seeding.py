@@ -12,7 +12,11 @@ __all__ = ["configure_deterministic_mode", "new_seed", "seed_all"]
 
 
 def new_seed() -> int:
-    """A fresh random seed in [0, 2**32 - 1] (from the OS, not from any seeded generator)."""
+    """A fresh random seed in [0, 2**32 - 1] (from the OS, not from any seeded generator).
+
+    Returns:
+        int: The seed.
+    """
     return int.from_bytes(os.urandom(4), "little")
 
 

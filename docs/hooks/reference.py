@@ -9,11 +9,12 @@ pages link to it. Nothing here is written by hand per name, so a new public name
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["MODULE_PAGES", "Page", "public_names", "reference_modules", "reference_pages"]
+__all__ = ["MODULE_PAGES", "Page", "public_names", "reference_modules", "reference_pages", "source_path"]
 
 # Pages first, in the order that decides where a name exported by several of them is documented: the trainer and the
 # core vocabulary, then the functional forms before the algorithms package (so ``composer.functional.mixup_batch`` is
@@ -101,3 +102,15 @@ def public_names() -> dict[str, Any]:
         for page in reference_pages()
         for name in page.documented
     }
+
+
+def source_path(path: str, value: Any) -> str:
+    """The path mkdocstrings and griffe should read the public name ``path`` (whose value is ``value``) from.
+
+    Usually ``path`` itself. But a function named like the module that defines it (``colout`` in
+    ``composer/algorithms/colout/colout.py``) is shadowed there: read statically, ``composer.algorithms.colout.colout``
+    is the module, and so is every path that re-exports it. Such a name is read from its definition instead.
+    """
+    if (inspect.isroutine(value) or inspect.isclass(value)) and value.__module__.rpartition(".")[2] == value.__name__:
+        return f"{value.__module__}.{value.__qualname__}"
+    return path

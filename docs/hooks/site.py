@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import importlib
 import posixpath
 import re
 import sys
@@ -107,8 +108,15 @@ def _reference_markdown(page: reference.Page) -> str:
         ]
         lines += [f"| `{name}` | [`{path}`][{path}] |" for name, path in page.elsewhere.items()]
         lines.append("")
+    module = importlib.import_module(page.module)
     for name in page.documented:
-        lines += [f"::: {page.module}.{name}", "    options:", "      heading_level: 2", ""]
+        path = f"{page.module}.{name}"
+        source = reference.source_path(path, getattr(module, name))
+        if source == path:
+            lines += [f"::: {path}", "    options:", "      heading_level: 2", ""]
+        else:  # shadowed by its module: rendered from its definition, under the path users type
+            lines += [f'<a id="{path}"></a>', "", f"::: {source}", "    options:", "      heading_level: 2"]
+            lines += [f"      heading: {path}", f"      toc_label: {path}", ""]
     return "\n".join(lines)
 
 

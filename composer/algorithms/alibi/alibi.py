@@ -191,6 +191,10 @@ def scale_sequence_length(batch: Mapping[str, Any], scaling: float) -> Mapping[s
         scaling: Fraction of the length to keep, in ``(0, 1]``; ``S * scaling`` must be a whole number dividing
             ``S``.
 
+    Returns:
+        Mapping: A batch of the same mapping type whose ``(B, S, ...)`` entries are now
+        ``(B / scaling, S * scaling, ...)``.
+
     Example:
         >>> batch = {"input_ids": torch.arange(8).view(1, 8), "labels": torch.arange(8).view(1, 8)}
         >>> scale_sequence_length(batch, 0.25)["labels"]

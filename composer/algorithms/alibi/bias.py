@@ -38,6 +38,9 @@ def alibi_slopes(num_heads: int) -> torch.Tensor:
     Args:
         num_heads: Attention heads per layer.
 
+    Returns:
+        torch.Tensor: One slope per head, shape ``(num_heads,)``, float32.
+
     Example:
         >>> alibi_slopes(4)
         tensor([0.2500, 0.0625, 0.0156, 0.0039])
@@ -73,6 +76,9 @@ def alibi_bias(
         causal: Mask the future (decoder) or not (encoder).
         dtype: Floating-point dtype of the result (that of the attention scores).
         device: Device of the result.
+
+    Returns:
+        torch.Tensor: The biases, shape ``(num_heads, seq_len, seq_len)``, of ``dtype`` on ``device``.
 
     Example:
         >>> alibi_bias(1, 3)[0]  # one head, slope 1/256

@@ -44,6 +44,9 @@ def smoothing_from_half_life(half_life: float, update_interval: float = 1.0) -> 
         half_life: Time for a snapshot's weight in the average to halve, positive (same unit as the interval).
         update_interval: Time between updates. Default: 1.
 
+    Returns:
+        float: The smoothing factor, in ``(0, 1)``.
+
     Example:
         >>> round(smoothing_from_half_life(10), 4)
         0.933

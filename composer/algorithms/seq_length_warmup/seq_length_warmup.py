@@ -78,6 +78,9 @@ def warmup_seq_length(elapsed: float, duration: float, min_seq_length: int, max_
         max_seq_length: Length at the end of the warmup and after it.
         step_size: Increment between lengths; it divides ``max_seq_length - min_seq_length``.
 
+    Returns:
+        int: The sequence length to train on at ``elapsed``.
+
     Example:
         >>> [warmup_seq_length(e / 10, 0.4, 8, 32, 8) for e in range(6)]
         [8, 8, 16, 24, 32, 32]
@@ -136,6 +139,9 @@ def apply_seq_length_warmup(batch: Mapping[str, Any], curr_seq_len: int, truncat
         curr_seq_len: The sequence length to cut to.
         truncate: Keep the prefix of each sequence (True) or reshape all tokens into shorter sequences (False).
 
+    Returns:
+        Mapping: The cut batch, of the input's mapping type (the input itself when nothing needed cutting).
+
     Raises:
         TypeError: If ``batch`` is not a mapping.
         ValueError: If it has no ``'input_ids'``, or (reshaping) a batched tensor that is not ``(B, S, ...)``.
@@ -183,7 +189,16 @@ def apply_seq_length_warmup(batch: Mapping[str, Any], curr_seq_len: int, truncat
 
 
 def set_batch_sequence_length(batch: Mapping[str, Any], curr_seq_len: int, truncate: bool = True) -> Mapping[str, Any]:
-    """Alias of :func:`apply_seq_length_warmup` (the name in Composer's ``composer.functional``)."""
+    """Alias of :func:`apply_seq_length_warmup` (the name in Composer's ``composer.functional``).
+
+    Args:
+        batch: A dict of tensors with ``'input_ids'`` of shape ``(B, S)``.
+        curr_seq_len: The sequence length to cut to.
+        truncate: Keep the prefix of each sequence (True) or reshape all tokens into shorter sequences (False).
+
+    Returns:
+        Mapping: What :func:`apply_seq_length_warmup` returns.
+    """
     return apply_seq_length_warmup(batch, curr_seq_len, truncate)
 
 

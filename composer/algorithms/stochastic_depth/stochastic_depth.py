@@ -40,6 +40,7 @@ __all__ = [
 ]
 
 DROP_DISTRIBUTIONS = ("uniform", "linear")
+"""How the drop rate varies with depth: ``'uniform'`` (every block gets it) or ``'linear'`` (rising to it at the last block)."""
 
 
 # The names of torchvision's blocks; registered only when torchvision (optional) is installed.

@@ -25,6 +25,7 @@ from composer.models.resnet import BasicBlock, Bottleneck
 __all__ = ["STOCHASTIC_METHODS", "StochasticBasicBlock", "StochasticBottleneck"]
 
 STOCHASTIC_METHODS = ("block", "sample")
+"""What is dropped: ``'block'`` (the residual branch, for the whole batch) or ``'sample'`` (per sample)."""
 
 
 def _check_stochastic_method(stochastic_method: str) -> None:
@@ -212,6 +213,18 @@ class StochasticBasicBlock(_StochasticBlock, BasicBlock):
     The counterpart of :class:`StochasticBottleneck` for ResNet-18/34 and the CIFAR ResNets; the arguments are the
     same, with :class:`~composer.models.resnet.BasicBlock` arguments (``in_channels``, ``out_channels``,
     ``stride``) in ``**kwargs``.
+
+    Args:
+        drop_rate: Probability of dropping the block, in [0, 1].
+        module_id: The block's position among the network's stochastic blocks, from 0.
+        module_count: How many stochastic blocks of this type the network has.
+        use_same_gpu_seed: Whether every GPU drops the same blocks (see :class:`StochasticDepth`).
+        use_same_depth_across_gpus: Whether every GPU drops as many blocks (recorded for reference, as in
+            :class:`StochasticBottleneck`).
+        rand_generator: The generator the drops are drawn from; None uses torch's default generator.
+        stochastic_method: ``"block"`` (drop the whole residual branch for the batch) or ``"sample"`` (per sample).
+        **kwargs: :class:`~composer.models.resnet.BasicBlock` arguments (``in_channels``, ``out_channels``,
+            ``stride``).
 
     Example:
         >>> block = StochasticBasicBlock.from_target_layer(

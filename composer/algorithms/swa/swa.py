@@ -92,6 +92,14 @@ def swa_annealed_lr(start_lr: float, swa_lr: float, progress: float) -> float:
 
     ``swa_lr + (start_lr - swa_lr) * (1 + cos(pi * progress)) / 2``, with ``progress`` clipped to [0, 1].
 
+    Args:
+        start_lr: The learning rate when the anneal starts.
+        swa_lr: The learning rate it ends at and keeps while averaging.
+        progress: The fraction of the anneal done; clipped to ``[0, 1]``.
+
+    Returns:
+        float: The learning rate.
+
     Example:
         >>> round(swa_annealed_lr(1.0, 0.2, 0.5), 6)  # half way down the cosine
         0.6

@@ -26,6 +26,9 @@ SUPPORTED_MODES = ("RGB", "L")
 def is_pil_available() -> bool:
     """Returns whether Pillow, which the augmentations need, is installed (it comes with ``opencomposer[vision]``).
 
+    Returns:
+        bool: True when ``PIL`` can be imported.
+
     Example:
         >>> is_pil_available()
         True
