@@ -4,6 +4,8 @@ uploader's bounded queue and failures, and a remote checkpoint folder's ranking,
 from __future__ import annotations
 
 import hashlib
+import os
+import sys
 import threading
 import time
 
@@ -151,3 +153,12 @@ def test_ranking_pruning_and_verification_follow_the_local_rules(s3_env, tmp_pat
     # Newest = the one just uploaded (6): the one ahead of it (9) goes first, then the oldest.
     assert folder.prune("ep{epoch}-ba{batch}.pt", 1, "ep0-ba6.pt") == ["ep0-ba9.pt", "ep0-ba3.pt"]
     assert s3_env.keys(bucket) == ["run/ep0-ba6.pt", "run/notes.txt"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice values are Linux's")
+def test_uploads_run_at_a_lower_cpu_priority_than_training():
+    seen = []
+    uploader = BackgroundUploader(max_pending=1, nice=5)
+    uploader.submit(lambda: seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id())), "probe")
+    uploader.close()
+    assert seen == [min(os.getpriority(os.PRIO_PROCESS, 0) + 5, 19)]

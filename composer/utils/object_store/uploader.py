@@ -6,12 +6,19 @@ holds at most ``max_pending`` jobs, the one running included, so a store slower 
 raised by the next :meth:`~BackgroundUploader.submit`, :meth:`~BackgroundUploader.wait` or
 :meth:`~BackgroundUploader.close`, so a failed upload is never lost silently; the jobs queued behind it are dropped
 (their local files stay).
+
+On Linux the worker runs at a lower CPU priority (``nice`` 10 by default): a thread's nice value is its own, and the
+threads a multipart transfer starts inherit it, so on a machine whose cores are all busy training the upload takes
+the time left over instead of slowing the steps down.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import queue
+import sys
 import threading
 from collections.abc import Callable
 
@@ -30,6 +37,7 @@ class BackgroundUploader:
     Args:
         max_pending (int): Jobs queued or running at most; :meth:`submit` blocks beyond that.
         name (str): The worker thread's name.
+        nice (int): How much to lower the worker's CPU priority (Linux; 0 leaves it as the training thread's).
 
     Example:
         >>> done = []
@@ -45,10 +53,11 @@ class BackgroundUploader:
         composer.utils.object_store.uploader.UploadError: ep0-ba4.pt failed: ZeroDivisionError: division by zero
     """
 
-    def __init__(self, max_pending: int = 2, name: str = "composer-upload") -> None:
+    def __init__(self, max_pending: int = 2, name: str = "composer-upload", nice: int = 10) -> None:
         if max_pending < 1:
             raise ValueError(f"max_pending={max_pending!r} must be at least 1.")
         self._name = name
+        self._nice = nice
         # A job holds its slot until it is done: the queue's own size counts only what waits, so a semaphore
         # counts what waits and what runs.
         self._slots = threading.BoundedSemaphore(max_pending)
@@ -122,6 +131,11 @@ class BackgroundUploader:
             raise error
 
     def _work(self) -> None:
+        if self._nice and sys.platform.startswith("linux"):
+            with contextlib.suppress(OSError):  # not permitted: run at the normal priority
+                os.setpriority(
+                    os.PRIO_PROCESS, threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0) + self._nice
+                )
         while True:
             item = self._jobs.get()
             if item is None:
