@@ -116,7 +116,7 @@ def _reference_markdown(page: reference.Page) -> str:
             lines += [f"::: {path}", "    options:", "      heading_level: 2", ""]
         else:  # shadowed by its module: rendered from its definition, under the path users type
             lines += [f'<a id="{path}"></a>', "", f"::: {source}", "    options:", "      heading_level: 2"]
-            lines += [f"      heading: {path}", f"      toc_label: {path}", ""]
+            lines += [f"      heading: {path}", f"      toc_label: {name}", ""]
     return "\n".join(lines)
 
 
