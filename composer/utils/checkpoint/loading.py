@@ -30,6 +30,13 @@ def load_checkpoint(
 ) -> dict[str, Any]:
     """Reads the checkpoint at ``path`` and restores it into ``state``; see :func:`restore_checkpoint`.
 
+    Args:
+        state (State): The training state to restore into.
+        path (str | PathLike): The checkpoint file (checked against its checksum; code in it is never run).
+        weights_only (bool): Restore only the model's weights (no optimizer, timer, random states, ...).
+        strict (bool): Whether the model's keys must match exactly (keys matching ``ignore_keys`` aside).
+        ignore_keys (Sequence[str]): Glob patterns over the model's keys to leave as they are.
+
     Returns:
         dict: The checkpoint's metadata.
 

@@ -35,7 +35,11 @@ _PLACEHOLDER = "0" * 64  # where a safetensors header's digest goes
 
 
 def is_safetensors_available() -> bool:
-    """Whether the optional ``safetensors`` package is installed (for ``*.safetensors`` weight files)."""
+    """Whether the optional ``safetensors`` package is installed (for ``*.safetensors`` weight files).
+
+    Returns:
+        bool: True when ``safetensors`` can be imported.
+    """
     return importlib.util.find_spec("safetensors") is not None
 
 
@@ -129,6 +133,12 @@ def remove_stale_temporary_files(folder: str | Path) -> list[Path]:
     """Deletes the temporary files (and sharded checkpoint folders) that writers killed mid-save left under
     ``folder``; those of live processes stay.
 
+    Args:
+        folder (str | Path): The checkpoint folder (searched recursively).
+
+    Returns:
+        list[Path]: The temporary files and folders removed.
+
     Example:
         >>> import tempfile
         >>> folder = Path(tempfile.mkdtemp())
@@ -161,6 +171,10 @@ def _process_alive(pid: int) -> bool:
 
 def link_latest(link: str | Path, target: str | Path) -> None:
     """Points the symlink ``link`` at ``target`` (a relative link, replaced atomically).
+
+    Args:
+        link (str | Path): The link to create or replace (``latest-rank0.pt``); its folder is created if needed.
+        target (str | Path): The checkpoint it points at.
 
     Example:
         >>> import tempfile

@@ -28,6 +28,7 @@ FILENAME_FIELDS = (
     "token",
     "token_in_epoch",
 )
+"""The fields a checkpoint name pattern may use (``'ep{epoch}-ba{batch}-rank{rank}.pt'``)."""
 # The time fields, in their order of precedence when sorting checkpoints from newest to oldest.
 _TIME_FIELDS = ("batch", "sample", "token", "epoch", "batch_in_epoch", "sample_in_epoch", "token_in_epoch")
 
@@ -41,6 +42,9 @@ def format_checkpoint_name(pattern: str, state: State | None = None, run_name: s
         state (State, optional): Where the time fields come from; without it they are 0.
         run_name (str): The run's name.
         rank (int): The process rank.
+
+    Returns:
+        str: The file name (a relative path when the pattern holds ``/``).
 
     Raises:
         ValueError: If the pattern uses another field, or is not a valid format string.
@@ -79,6 +83,9 @@ def find_checkpoints(folder: str | Path, pattern: str, run_name: str = "") -> li
         folder (str | Path): Where the checkpoints are.
         pattern (str): The file name pattern they were saved with (it may contain ``/``).
         run_name (str): The run's name, for patterns that use ``{run_name}``.
+
+    Returns:
+        list[Path]: The checkpoints, newest first; empty when ``folder`` does not exist or holds none.
 
     Example:
         >>> import tempfile

@@ -69,7 +69,14 @@ _DCP_METADATA = ".metadata"
 
 
 def is_sharded_checkpoint(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is a sharded checkpoint's folder (complete or not): it holds ``composer.pt`` or DCP's index."""
+    """Whether ``path`` is a sharded checkpoint's folder (complete or not): it holds ``composer.pt`` or DCP's index.
+
+    Args:
+        path (str | PathLike): A file or folder.
+
+    Returns:
+        bool: True for a sharded checkpoint's folder; False for a file, a missing path or another folder.
+    """
     path = Path(path)
     return path.is_dir() and ((path / STATE_FILE).is_file() or (path / _DCP_METADATA).is_file())
 

@@ -31,7 +31,14 @@ SHA256_METADATA_KEY = "composer-sha256"
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
-    """The hex SHA-256 of a file's bytes (read in large blocks, outside the GIL)."""
+    """The hex SHA-256 of a file's bytes (read in large blocks, outside the GIL).
+
+    Args:
+        path (str | PathLike): The file.
+
+    Returns:
+        str: 64 lowercase hex digits.
+    """
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
 

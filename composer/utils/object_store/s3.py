@@ -48,12 +48,20 @@ _MAX_BACKOFF = 5.0
 
 
 def is_boto3_available() -> bool:
-    """Whether boto3, which ``s3://`` locations need, is installed (``pip install 'opencomposer[remote]'``)."""
+    """Whether boto3, which ``s3://`` locations need, is installed (``pip install 'opencomposer[remote]'``).
+
+    Returns:
+        bool: True when boto3 can be imported.
+    """
     return importlib.util.find_spec("boto3") is not None
 
 
 class ObjectStoreError(RuntimeError):
     """An object store operation that failed for good; the message names the object, the cause and the fix.
+
+    Args:
+        message (str): What failed, on which object, why, and the fix (credentials never appear in it).
+        code (str, optional): The store's error code, if it gave one.
 
     Attributes:
         code (str | None): The store's error code (``'NoSuchBucket'``, ``'InvalidAccessKeyId'``, ...), if it gave
@@ -67,8 +75,14 @@ class ObjectStoreError(RuntimeError):
 
 @dataclass(frozen=True)
 class ObjectInfo:
-    """An object in the store: its key, size in bytes, last modification (seconds since the epoch) and metadata
-    (``head`` fills it in; listings leave it empty)."""
+    """An object in the store, as a listing or ``head`` describes it.
+
+    Args:
+        key (str): The object's key in its bucket.
+        size (int): Its size in bytes.
+        last_modified (float): When it was last written, in seconds since the epoch.
+        metadata (Mapping[str, str]): Its user metadata (``head`` fills it in; listings leave it empty).
+    """
 
     key: str
     size: int

@@ -75,6 +75,12 @@ class ObjectStoreURL:
 def is_url(value: object) -> bool:
     """Whether ``value`` is written as a URL (``scheme://...``) rather than as a local path.
 
+    Args:
+        value (object): What the user gave (a string, a Path, anything).
+
+    Returns:
+        bool: True for a string that starts with ``scheme://``.
+
     Example:
         >>> is_url("s3://bucket/runs"), is_url("gs://bucket"), is_url("runs/{run_name}"), is_url("C:/runs")
         (True, True, False, False)
@@ -84,6 +90,12 @@ def is_url(value: object) -> bool:
 
 def redact(value: str) -> str:
     """``value`` with the ``user:password@`` part of a URL masked, for messages and logs.
+
+    Args:
+        value (str): A URL or a path.
+
+    Returns:
+        str: ``value`` itself, or with its credentials replaced by ``***``.
 
     Example:
         >>> redact("s3://AKIAEXAMPLE:secret@bucket/runs")
@@ -103,6 +115,9 @@ def parse_location(value: str | Path, argument: str) -> Path | ObjectStoreURL:
     Raises:
         ValueError: For any other scheme, a malformed URL, or a URL that carries credentials; the message names the
             argument, shows the value (credentials masked) and says what to write instead.
+
+    Returns:
+        Path | ObjectStoreURL: The local folder or file, or the bucket and prefix in the store.
 
     Example:
         >>> parse_location("s3://ckpt-bucket/runs/{run_name}/", "save_folder")
