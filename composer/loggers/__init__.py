@@ -14,7 +14,7 @@ from composer.loggers.in_memory import InMemoryLogger, InMemoryLoggerHparams
 from composer.loggers.log_interval import LogInterval
 from composer.loggers.mlflow_logger import MLflowLogger, MLflowLoggerHparams, is_mlflow_available
 from composer.loggers.progress_bar import ProgressBarLogger, ProgressBarLoggerHparams
-from composer.loggers.remote_uploader import RemoteUploader
+from composer.loggers.remote_uploader import RemoteUploader, RemoteUploaderHparams
 from composer.loggers.tensorboard_logger import TensorboardLogger, TensorboardLoggerHparams, is_tensorboard_available
 from composer.loggers.wandb_logger import WandBLogger, WandBLoggerHparams, is_wandb_available
 
@@ -39,6 +39,7 @@ __all__ = [
     "ProgressBarLogger",
     "ProgressBarLoggerHparams",
     "RemoteUploader",
+    "RemoteUploaderHparams",
     "TensorboardLogger",
     "TensorboardLoggerHparams",
     "WandBLogger",
@@ -55,6 +56,7 @@ LOGGERS: dict[str, type[LoggerDestination]] = {
     "in_memory": InMemoryLogger,
     "mlflow": MLflowLogger,
     "progress_bar": ProgressBarLogger,
+    "remote_uploader": RemoteUploader,
     "tensorboard": TensorboardLogger,
     "wandb": WandBLogger,
 }
@@ -67,6 +69,7 @@ LOGGER_HPARAMS: dict[str, type[Hparams]] = {
     "in_memory": InMemoryLoggerHparams,
     "mlflow": MLflowLoggerHparams,
     "progress_bar": ProgressBarLoggerHparams,
+    "remote_uploader": RemoteUploaderHparams,
     "tensorboard": TensorboardLoggerHparams,
     "wandb": WandBLoggerHparams,
 }

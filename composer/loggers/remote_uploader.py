@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from composer.core.hparams import Hparams, hparams
 from composer.core.logging.logger import Logger, LoggerDestination
 from composer.core.time import Time, TimeUnit
 from composer.loggers.csv_logger import CSVLogger
@@ -18,23 +19,23 @@ if TYPE_CHECKING:
     from composer.core.state import State
     from composer.utils.object_store import BackgroundUploader, ObjectStoreURL, S3ObjectStore
 
-__all__ = ["RemoteUploader"]
+__all__ = ["RemoteUploader", "RemoteUploaderHparams"]
 
 log = logging.getLogger(__name__)
 
 
 class RemoteUploader(LoggerDestination):
-    """Uploads the files of the run's :class:`FileLogger`, :class:`CSVLogger` and :class:`TensorboardLogger` to a
-    folder of an S3-compatible object store, in the background.
+    """Uploads the run's log files to a folder of an S3-compatible object store, in the background.
 
-    At every ``upload_interval``, at the end of ``fit`` and at ``close``, each of those destinations is flushed and
+    The files are those of the run's :class:`FileLogger`, :class:`CSVLogger` and :class:`TensorboardLogger`. At every ``upload_interval``, at the end of ``fit`` and at ``close``, each of those destinations is flushed and
     every file of theirs that changed since its last upload is read and handed to a worker thread, which writes it
     to ``remote_folder/<file name>`` (a TensorBoard folder's files under ``<its folder name>/``). Give the
     checkpoints' ``save_interval`` to upload the logs with every checkpoint. The store is checked at ``Event.INIT``,
     inside the Trainer's constructor (the URL, the credentials, the bucket, write access). A file that exists in the
     store but not here (a run resumed on a fresh machine) is downloaded at ``Event.INIT``, so a resumed log
     continues the same file. An upload that fails for good raises at the next upload, at the end of ``fit``, or (as
-    a logged error) at ``close``. List it after the loggers whose files it uploads.
+    a logged error) at ``close``. List it after the loggers whose files it uploads. In a recipe it is
+    ``loggers: {remote_uploader: {remote_folder: s3://BUCKET/PREFIX, storage_options: {...}}}``.
 
     Args:
         remote_folder (str): ``s3://BUCKET/PREFIX``; ``{run_name}`` and the other ``save_folder`` fields are filled in.
@@ -163,3 +164,24 @@ class RemoteUploader(LoggerDestination):
         finally:
             uploader, self._uploader = self._uploader, None
             uploader.close()
+
+
+@hparams
+class RemoteUploaderHparams(Hparams):
+    """Config for :class:`RemoteUploader` (YAML key ``remote_uploader``); the store is checked when the Trainer is
+    built, not here.
+
+    Example:
+        >>> config = RemoteUploaderHparams.from_dict({"remote_folder": "s3://logs/{run_name}", "upload_interval": "2ba"})
+        >>> config.initialize_object().upload_interval
+        Time(2, TimeUnit.BATCH)
+    """
+
+    remote_folder: str
+    storage_options: dict[str, Any] | None = None
+    upload_interval: str = "1ep"
+
+    def initialize_object(self) -> RemoteUploader:
+        return RemoteUploader(
+            self.remote_folder, storage_options=self.storage_options, upload_interval=self.upload_interval
+        )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import io
+import os
 import pkgutil
 from typing import Any
 
@@ -49,6 +50,10 @@ SETTINGS: dict[str, Any] = {
     "in_memory": lambda tmp: LOGGERS["in_memory"](),
     "mlflow": lambda tmp: LOGGERS["mlflow"](mlflow_uri(tmp)),
     "progress_bar": lambda tmp: LOGGERS["progress_bar"](enabled=True, stream=io.StringIO(), refresh_seconds=0),
+    # The bucket and endpoint of the test's S3 server (test_contract puts them in the environment).
+    "remote_uploader": lambda tmp: LOGGERS["remote_uploader"](
+        os.environ["COMPOSER_TEST_S3_FOLDER"], {"endpoint_url": os.environ["COMPOSER_TEST_S3_ENDPOINT"]}
+    ),
     "tensorboard": lambda tmp: LOGGERS["tensorboard"](tmp / "tb"),
     "wandb": lambda tmp: LOGGERS["wandb"](dir=tmp),
 }
@@ -57,6 +62,7 @@ NEEDS = {
     "tensorboard": (is_tensorboard_available, "tensorboard"),
     "wandb": (is_wandb_available, "wandb"),
 }
+NEEDS_S3 = {"remote_uploader"}  # a store to upload to: the session's moto server
 SLOW = {"mlflow", "wandb"}  # MLflow builds its SQLite schema; W&B starts a service process
 
 
@@ -157,8 +163,12 @@ def image_model_and_data():
 
 
 @pytest.mark.parametrize("name", list(_params()))
-def test_contract(name, tmp_path, monkeypatch):
+def test_contract(name, tmp_path, monkeypatch, request):
     monkeypatch.setenv("WANDB_SILENT", "true")
+    if name in NEEDS_S3:
+        server = request.getfixturevalue("s3_env")
+        monkeypatch.setenv("COMPOSER_TEST_S3_FOLDER", f"s3://{server.create_bucket()}/logs")
+        monkeypatch.setenv("COMPOSER_TEST_S3_ENDPOINT", server.endpoint_url)
     subject = SETTINGS[name](tmp_path)
     guarded = Guarded(subject)
     model, data = image_model_and_data()
@@ -255,6 +265,7 @@ REQUIRED_FIELDS = {
     "csv": {"filename": "{tmp}/m.csv"},
     "file": {"filename": "{tmp}/log.txt"},
     "mlflow": {"tracking_uri": "sqlite:///{tmp}/mlflow.db"},
+    "remote_uploader": {"remote_folder": "s3://logs/run"},
     "tensorboard": {"log_dir": "{tmp}/tb"},
     "wandb": {"dir": "{tmp}"},
 }

@@ -67,5 +67,6 @@ def example_fields(kind: str, name: str, tmp_path: Path) -> dict[str, Any]:
         ("schedulers", "cosine_decay_with_warmup"): {"warmup_time": "1ba"},
         ("callbacks", "early_stopper"): {"monitor": "metrics/eval/Accuracy"},
         ("callbacks", "threshold_stopper"): {"monitor": "metrics/eval/Accuracy", "threshold": 0.9},
+        ("loggers", "remote_uploader"): {"remote_folder": "s3://logs/{run_name}", "upload_interval": "2ba"},
     }
     return dict(examples.get((kind, name), {}))

@@ -92,3 +92,33 @@ def test_the_trainer_constructor_reports_a_bad_remote_folder(s3_env, tmp_path):
     with pytest.raises(ValueError, match=r"remote_folder='ftp://host/logs' uses the scheme 'ftp://'"):
         RemoteUploader("ftp://host/logs")
     assert not (tmp_path / "log.txt").exists()
+
+
+def test_a_recipe_builds_it_and_the_trainer_checks_the_store(s3_env, tmp_path):
+    from composer.config import TrainerHparams
+
+    bucket = s3_env.create_bucket()
+    uploader = {"storage_options": {"endpoint_url": s3_env.endpoint_url, "retry_budget": 5}, "upload_interval": "2ba"}
+    recipe = {
+        "model": {"mlp": {"in_features": 16, "hidden": [8]}},
+        "train_dataset": {"synthetic_classification": {"shape": [16], "num_samples": 16}},
+        "train_batch_size": 4,
+        "max_duration": "2ba",
+        "optimizer": {"sgd": {"lr": 0.1}},
+        "run_name": "recipe",
+        "loggers": {
+            "file": {"filename": str(tmp_path / "log.txt")},
+            "remote_uploader": {"remote_folder": f"s3://{bucket}/logs/{{run_name}}", **uploader},
+        },
+        "progress_bar": False,
+    }
+    trainer = TrainerHparams.from_dict(recipe).initialize_object()
+    built = [d for d in trainer.logger.destinations if isinstance(d, RemoteUploader)]
+    assert len(built) == 1 and built[0].upload_interval.value == 2
+    trainer.fit()
+    trainer.close()
+    assert "logs/recipe/log.txt" in s3_env.keys(bucket)
+    # A bucket that does not exist: refused by the Trainer's constructor, before any training.
+    missing = {**recipe, "loggers": {"remote_uploader": {"remote_folder": "s3://no-such-bucket-x/logs", **uploader}}}
+    with pytest.raises(ValueError, match=r"remote_folder='s3://no-such-bucket-x/logs': the bucket .* does not exist"):
+        TrainerHparams.from_dict(missing).initialize_object()
