@@ -30,6 +30,8 @@ from torch.optim.lr_scheduler import LRScheduler
 
 from composer.core.algorithm import Algorithm
 from composer.core.callback import Callback
+from composer.core.data_spec import DataSpec
+from composer.core.evaluator import Evaluator
 from composer.core.hparams import Hparams
 from composer.core.logging.logger import LoggerDestination
 
@@ -41,8 +43,11 @@ __all__ = [
     "check_optimizers",
     "check_scheduler_optimizers",
     "check_schedulers",
+    "check_train_data",
+    "evaluator_list",
     "explain_unknown_keywords",
     "logger_list",
+    "steps_per_epoch",
 ]
 
 P = ParamSpec("P")
@@ -464,3 +469,52 @@ def check_optimizer_params(model: torch.nn.Module, optimizers: Sequence[torch.op
             UserWarning,
             stacklevel=4,  # the user's Trainer(...): through Trainer.__init__ and explain_unknown_keywords
         )
+
+
+def check_train_data(spec: DataSpec) -> DataSpec:
+    """``spec`` itself, once its loader is known not to be empty (a loader without a length passes)."""
+    try:
+        length = len(spec.dataloader)  # type: ignore[arg-type]
+    except TypeError:
+        return spec
+    if length == 0:
+        raise ValueError(
+            "train_dataloader is empty (len 0): check the dataset size, batch_size and drop_last, so that at "
+            "least one batch is produced."
+        )
+    return spec
+
+
+def steps_per_epoch(spec: DataSpec, subset: int | None) -> int | None:
+    """The batches per epoch that ``train_subset_num_batches=subset`` leaves (None: the whole loader)."""
+    if subset is None:
+        return None
+    if subset <= 0:
+        raise ValueError(f"train_subset_num_batches={subset!r} must be a positive number of batches, or None.")
+    try:
+        return min(subset, len(spec.dataloader))  # type: ignore[arg-type]
+    except TypeError:
+        return subset
+
+
+def evaluator_list(eval_dataloader: Any, interval: Any, subset: int | None) -> list[Evaluator]:
+    """``eval_dataloader`` as evaluators: a plain loader becomes ``Evaluator(label='eval')`` with ``interval`` and
+    ``subset``; labels must be unique.
+
+    Example:
+        >>> [e.label for e in evaluator_list([[1], Evaluator(label="val", dataloader=[2])], "1ep", None)]
+        ['eval', 'val']
+    """
+    if eval_dataloader is None:
+        return []
+    items = eval_dataloader if isinstance(eval_dataloader, (list, tuple)) else [eval_dataloader]
+    evaluators = [
+        item
+        if isinstance(item, Evaluator)
+        else Evaluator(label="eval", dataloader=item, eval_interval=interval, subset_num_batches=subset)
+        for item in items
+    ]
+    labels = [e.label for e in evaluators]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"Evaluator labels must be unique, got {labels}; give each Evaluator its own label.")
+    return evaluators

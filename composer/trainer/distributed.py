@@ -1,29 +1,10 @@
-"""What the Trainer does when launched on several processes: the process group, DistributedDataParallel, data
-sharding, gradient synchronisation, counts across ranks, per-rank seeds and errors that name their rank.
+"""The pieces of training on several processes: the process group, per-rank seeds, data sharding,
+DistributedDataParallel, gradient synchronisation, counts across ranks, lockstep evaluation, rank-zero logging, and
+errors and heartbeats that name their rank.
 
-The Trainer calls these helpers at fixed points of its loop; each is a no-op (and nearly free) in a single process,
-so an unlaunched run behaves exactly as before. Launched (``torchrun`` sets ``WORLD_SIZE`` > 1), the Trainer:
-
-* creates the process group if the script has not (gloo on CPU, nccl on CUDA, ``timeout=dist_timeout``), pins each
-  CUDA rank to its ``LOCAL_RANK`` device and, on CPU, runs one thread per rank unless ``OMP_NUM_THREADS`` is set
-  (:func:`init_distributed`);
-* takes rank 0's seed on every rank (:func:`agree_on_seed`), builds and operates on the model with it, and after
-  wrapping reseeds each rank with ``seed + rank`` so that dropout masks differ (:func:`seed_rank`);
-* gives each rank its share of a map-style ``DataLoader``: training loaders get a ``DistributedSampler`` (the same
-  shuffle on every rank, ``set_epoch`` every epoch), evaluation loaders an :class:`UnpaddedDistributedSampler`, so
-  that no sample is counted twice (:func:`distribute_train_data`, :func:`distribute_evaluator`);
-* wraps the model in ``DistributedDataParallel`` after ``Event.INIT`` surgery, the optimizer remap and checkpoint
-  loading (:func:`wrap_ddp`), and runs the training forward through the wrapper; ``state.model`` stays the
-  ``ComposerModel``, so its ``loss``, metrics and ``eval_forward`` (and every algorithm) work unchanged;
-* with ``fsdp_config``, shards the model instead (:mod:`composer.trainer.fsdp`), and keeps the ranks' evaluation
-  forward passes in step (:func:`lockstep_batches`: with FSDP each is a collective);
-* all-reduces gradients once per optimizer step (:func:`ddp_sync_context`), and advances the timer by the samples
-  and tokens of all ranks (:func:`batch_totals`: exactly, and without communicating when every rank's batches are
-  as large); the training loss logged is rank 0's (the mean over its share of the batch);
-* keeps the destinations that write to the console or to files on rank 0 only (:func:`rank_zero_destinations`);
-* adds a note naming the rank to an error raised in ``fit`` (:func:`add_rank_note`), and during ``fit`` runs a
-  heartbeat that ends the job, naming the rank that stopped answering, once the others have waited ``dist_timeout``
-  for it (:func:`heartbeat`).
+The Trainer does not call these itself: :class:`~composer.trainer.parallelism.Parallelism` decides when each applies
+(and skips them all in a single process). They are public for scripts that run their own loop: each is a no-op, and
+nearly free, unlaunched (``torchrun`` sets ``WORLD_SIZE`` > 1 when it is not). See ``composer/trainer/DISTRIBUTED.md``.
 """
 
 from __future__ import annotations

@@ -36,31 +36,19 @@ from composer.trainer.arguments import (
     check_optimizers,
     check_scheduler_optimizers,
     check_schedulers,
+    check_train_data,
+    evaluator_list,
     explain_unknown_keywords,
     logger_list,
+    steps_per_epoch,
 )
 from composer.trainer.checkpointing import Checkpointing, epoch_batches, run_config
-from composer.trainer.devices import batch_to_device, resolve_device
-from composer.trainer.distributed import (
-    DDPSyncStrategy,
-    add_rank_note,
-    agree_on_seed,
-    batch_totals,
-    ddp_sync_context,
-    distribute_evaluator,
-    distribute_train_data,
-    heartbeat,
-    init_distributed,
-    is_launched,
-    lockstep_batches,
-    rank_zero_destinations,
-    seed_rank,
-    set_sampler_epoch,
-    wrap_ddp,
-)
+from composer.trainer.devices import batch_to_device
+from composer.trainer.distributed import DDPSyncStrategy
 from composer.trainer.fit_warnings import warn_before_fit
-from composer.trainer.fsdp import FSDPConfig, prepare_fsdp_module, resolve_fsdp_config
+from composer.trainer.fsdp import FSDPConfig
 from composer.trainer.microbatching import Microbatching, is_out_of_memory, join_outputs
+from composer.trainer.parallelism import Parallelism
 from composer.trainer.precision import make_grad_scaler, precision_context
 from composer.trainer.schedulers import TrainerSchedulers
 from composer.utils.checkpoint import save_checkpoint
@@ -180,8 +168,8 @@ class Trainer:
     checkpoints and console or file logs. ``state.model`` stays your ComposerModel; the training forward runs through
     :attr:`ddp_model`. With ``fsdp_config`` the model is sharded in place instead (after ``INIT`` surgery, before a
     checkpoint is loaded) and every forward runs through it; checkpoints still hold the whole model and optimizer
-    states, in the format of an unsharded run. See :mod:`composer.trainer.distributed` and
-    ``composer/trainer/DISTRIBUTED.md``.
+    states, in the format of an unsharded run. All of this is :attr:`parallel`'s (a
+    :class:`~composer.trainer.parallelism.Parallelism`); see ``composer/trainer/DISTRIBUTED.md``.
 
     Every callback and logger is closed once (each one's ``close``, then each one's ``post_close``): by
     :meth:`close` (or leaving a ``with Trainer(...) as trainer:`` block), when ``fit`` or the constructor raises,
@@ -190,6 +178,7 @@ class Trainer:
     its tracking runs finished.
 
     Attributes:
+        parallel (Parallelism): The process group, data sharding, model wrapping and gradient synchronisation.
         ddp_model (DistributedDataParallel | None): The wrapped model when launched (register DDP communication
             hooks on it before ``fit``); None in a single process and with ``fsdp_config``.
         fsdp_config (FSDPConfig | None): How the model is sharded; None when it is not.
@@ -269,19 +258,17 @@ class Trainer:
         check_schedulers(schedulers)
         check_composition(algorithms)  # before anything starts: a pair that has no meaning together
         precision = Precision(precision)
-        self._ddp_sync_strategy = DDPSyncStrategy.parse(ddp_sync_strategy)
         # Launched: create the process group first, so that the state's seed and rank are per process.
-        self.device = init_distributed(resolve_device(device), dist_timeout)
+        self.parallel = Parallelism(
+            device=device,
+            dist_timeout=dist_timeout,
+            fsdp_config=fsdp_config,
+            precision=precision,
+            ddp_sync_strategy=ddp_sync_strategy,
+            grad_accum_auto=auto_microbatching,
+        )
+        self.device = self.parallel.device
         self._moves_batches = self.device.type != "cpu"  # read per batch: a bool is cheaper than torch.device.type
-        self._launched = is_launched()
-        self.fsdp_config = resolve_fsdp_config(fsdp_config, precision)  # needs the process group: after init
-        if auto_microbatching and self.fsdp_config is not None:
-            # Every FSDP forward and backward is a collective: a rank that ran out of memory mid-pass would leave the
-            # others waiting in a parameter gather (see composer/trainer/DISTRIBUTED.md).
-            raise ValueError(
-                "grad_accum='auto' is not supported with fsdp_config yet. To fix: pass the count found in an "
-                "unsharded run, or in an earlier run's log (trainer/grad_accum), as a fixed grad_accum=N."
-            )
         if precision == Precision.BF16 and self.device.type == "cuda" and not torch.cuda.is_bf16_supported():
             raise ValueError("precision='bf16' but this GPU does not support bfloat16; use 'amp' or 'fp32'.")
 
@@ -300,18 +287,19 @@ class Trainer:
             load_ignore_keys=load_ignore_keys,
             autoresume=autoresume,
             storage_options=storage_options,
-            sharded=self.fsdp_config is not None and self.fsdp_config.state_dict_type == "sharded",
+            sharded=self.parallel.sharded_checkpoints,
         )
         self.run_name = self.checkpointing.run_name
-        self.seed = agree_on_seed(new_seed() if seed is None else seed)  # launched: rank 0's, on every rank
+        # Launched: rank 0's seed, on every rank.
+        self.seed = self.parallel.agree_on_seed(new_seed() if seed is None else seed)
         if seed is None:
             log.info("No seed given; using seed=%d.", self.seed)
         seed_all(self.seed)
         if deterministic_mode:
             configure_deterministic_mode()
 
-        self._train_spec = self._check_train_data(
-            distribute_train_data(ensure_data_spec(train_dataloader), seed=self.seed)
+        self._train_spec = check_train_data(
+            self.parallel.shard_train_data(ensure_data_spec(train_dataloader), seed=self.seed)
         )
         self.grad_clip_norm = grad_clip_norm
         self._train_subset_num_batches = train_subset_num_batches
@@ -323,7 +311,8 @@ class Trainer:
         if log_to_console:
             destinations.append(ConsoleLogger())
         destinations.extend(loggers)
-        destinations = rank_zero_destinations(destinations)  # launched: one progress bar, each file written once
+        # Launched: one progress bar, each file written once.
+        destinations = self.parallel.rank_zero_destinations(destinations)
         if self.fsdp_config is not None:
             arguments["fsdp_config"] = self.fsdp_config.to_dict()
         self._run_config = run_config({**arguments, "run_name": self.run_name, "seed": self.seed})
@@ -335,7 +324,7 @@ class Trainer:
             scale_schedule_ratio=scale_schedule_ratio,
             rank_zero_seed=self.seed,
             train_dataloader=self._train_spec.dataloader,
-            steps_per_epoch=self._steps_per_epoch(self._train_spec, train_subset_num_batches),
+            steps_per_epoch=steps_per_epoch(self._train_spec, train_subset_num_batches),
             evaluators=self._make_evaluators(eval_dataloader, eval_interval, eval_subset_num_batches),
             grad_accum=grad_accum,
             precision=precision,
@@ -367,9 +356,6 @@ class Trainer:
                 update_optimizer_params(self.state.optimizers, params_before, dict(model.named_parameters()))
                 # After surgery and the remap, with requires_grad as algorithms left it (what they freeze is exempt).
                 check_optimizer_params(model, self.state.optimizers)
-            model.to(self.device)
-            if self.fsdp_config is not None:  # shard before loading (load_path, autoresume): the parameters change
-                prepare_fsdp_module(model, self.fsdp_config, self.state.optimizers, sync_module_states=True)
             self._precision_context = precision_context(precision, self.device)
             # Training's forward and loss: None runs them as they are (fp32), without entering a context per batch.
             self._autocast = None if precision == Precision.FP32 else self._precision_context
@@ -381,16 +367,17 @@ class Trainer:
             check_scheduler_optimizers(self.state.schedulers, self.state.optimizers)
             self._warned_before_fit = False
             self._create_graph = any(a.backwards_create_graph for a in self.state.algorithms)
-            self.checkpointing.load(self.state)  # load_path, or with autoresume the newest checkpoint of this run
-            # Launched: wrap after surgery, the optimizer remap and loading; then each rank draws its own random numbers
             if find_unused_parameters is None:
                 find_unused_parameters = any(a.find_unused_parameters for a in self.state.algorithms)
-            self.ddp_model = (
-                None
-                if self.fsdp_config is not None
-                else wrap_ddp(model, self.device, find_unused_parameters=find_unused_parameters)
+            # On the device; FSDP shards, then the checkpoint loads (load_path, or with autoresume the newest of this
+            # run), then DDP wraps; launched, each rank then draws its own random numbers.
+            self.parallel.prepare(
+                model,
+                self.state.optimizers,
+                find_unused_parameters=find_unused_parameters,
+                seed=self.seed,
+                load=lambda: self.checkpointing.load(self.state),
             )
-            self._synced_model = model if self.fsdp_config is not None else self.ddp_model  # what no_sync applies to
             # grad_accum='auto': under DDP the attempt syncs nothing; the gradients are averaged once the ranks agree.
             self._microbatching = Microbatching(
                 auto=auto_microbatching,
@@ -399,52 +386,23 @@ class Trainer:
                 parameters=model.parameters,
                 buffers=model,
             )
-            seed_rank(self.seed)
         except BaseException:
             self.close()  # callbacks may have opened files at INIT; the caller never gets a Trainer to close
             raise
 
+    @property
+    def ddp_model(self) -> torch.nn.parallel.DistributedDataParallel | None:
+        return self.parallel.ddp_model
+
+    @property
+    def fsdp_config(self) -> FSDPConfig | None:
+        return self.parallel.fsdp_config
+
     # ---- construction helpers ----------------------------------------------------------------------------------
 
-    @staticmethod
-    def _check_train_data(spec: DataSpec) -> DataSpec:
-        try:
-            length = len(spec.dataloader)  # type: ignore[arg-type]
-        except TypeError:
-            return spec
-        if length == 0:
-            raise ValueError(
-                "train_dataloader is empty (len 0): check the dataset size, batch_size and drop_last, so that at "
-                "least one batch is produced."
-            )
-        return spec
-
-    @staticmethod
-    def _steps_per_epoch(spec: DataSpec, subset: int | None) -> int | None:
-        if subset is None:
-            return None
-        if subset <= 0:
-            raise ValueError(f"train_subset_num_batches={subset!r} must be a positive number of batches, or None.")
-        try:
-            return min(subset, len(spec.dataloader))  # type: ignore[arg-type]
-        except TypeError:
-            return subset
-
-    @staticmethod
-    def _make_evaluators(eval_dataloader: Any, interval: Any, subset: int | None) -> list[Evaluator]:
-        if eval_dataloader is None:
-            return []
-        items = eval_dataloader if isinstance(eval_dataloader, (list, tuple)) else [eval_dataloader]
-        evaluators = [
-            item
-            if isinstance(item, Evaluator)
-            else Evaluator(label="eval", dataloader=item, eval_interval=interval, subset_num_batches=subset)
-            for item in items
-        ]
-        labels = [e.label for e in evaluators]
-        if len(set(labels)) != len(labels):
-            raise ValueError(f"Evaluator labels must be unique, got {labels}; give each Evaluator its own label.")
-        return [distribute_evaluator(e) for e in evaluators]  # launched: each rank evaluates its share, no repeats
+    def _make_evaluators(self, eval_dataloader: Any, interval: Any, subset: int | None) -> list[Evaluator]:
+        # Launched: each rank evaluates its share, no sample twice.
+        return [self.parallel.shard_evaluator(e) for e in evaluator_list(eval_dataloader, interval, subset)]
 
     # ---- training ----------------------------------------------------------------------------------------------
 
@@ -463,20 +421,19 @@ class Trainer:
         """
         state = self.state
         if train_dataloader is not None:
-            self._train_spec = self._check_train_data(
-                distribute_train_data(ensure_data_spec(train_dataloader), seed=self.seed)
+            self._train_spec = check_train_data(
+                self.parallel.shard_train_data(ensure_data_spec(train_dataloader), seed=self.seed)
             )
             state.train_dataloader = self._train_spec.dataloader
-            state.steps_per_epoch = self._steps_per_epoch(self._train_spec, self._train_subset_num_batches)
+            state.steps_per_epoch = steps_per_epoch(self._train_spec, self._train_subset_num_batches)
         if duration is not None:
             extra = Time.from_input(duration, default_unit=TimeUnit.EPOCH)
             state.max_duration = state.timer.get(extra.unit) + extra
         state.stop_reason = None
         try:
-            with heartbeat(self._synced_model, state.timer):  # launched: a rank that stops answering is named
+            with self.parallel.running(state.timer):  # launched: the rank that raised or stopped answering is named
                 self._fit_loop()
-        except BaseException as e:
-            add_rank_note(e)  # launched: which rank raised it
+        except BaseException:
             self.close()
             raise
 
@@ -498,7 +455,7 @@ class Trainer:
             if resume_at == 0:
                 engine.run_event(Event.EPOCH_START)
             num_batches = 0
-            set_sampler_epoch(self._train_spec.dataloader, state.timer.epoch.value)
+            self.parallel.set_epoch(self._train_spec.dataloader, state.timer.epoch.value)
             for batch in epoch_batches(state, self._train_spec.dataloader, state.steps_per_epoch):
                 num_batches += 1
                 self._train_batch(batch)
@@ -542,9 +499,8 @@ class Trainer:
         if self.logger.destinations:  # per batch: skip building the values when nobody logs
             self.logger.metric_batch({"loss/train": loss})
 
-        if self._launched:  # all ranks' samples and tokens
-            num_samples, num_tokens = batch_totals(spec, num_samples, num_tokens)
-        state.timer.on_batch_complete(num_samples, num_tokens or 0)
+        num_samples, num_tokens = self.parallel.totals(spec, num_samples, num_tokens)  # launched: of all ranks
+        state.timer.on_batch_complete(num_samples, num_tokens)
         self._schedulers.step_batch()
         if listening[Event.BATCH_END]:
             engine.run_event(Event.BATCH_END)
@@ -623,14 +579,10 @@ class Trainer:
             if last:
                 state.batch_num_samples = spec.get_num_samples_in_batch(microbatch)
             weight_by = full_samples if last else None
-            if defer_sync:
-                assert self.ddp_model is not None
-                with self.ddp_model.no_sync():
-                    loss = self._train_microbatch(weight_by)
-            elif i == last:  # the only or last microbatch: its backward synchronises the gradients (launched)
+            if i == last and not defer_sync:  # the only or last microbatch: its backward synchronises (launched)
                 loss = self._train_microbatch(weight_by)
-            else:  # launched with single_auto_sync: the others only accumulate
-                with ddp_sync_context(self._synced_model, self._ddp_sync_strategy, is_final_microbatch=False):
+            else:  # launched: no_sync with single_auto_sync (and always when deferred), so they only accumulate
+                with self.parallel.sync_context(is_final_microbatch=i == last, deferred=defer_sync):
                     loss = self._train_microbatch(weight_by)
             total_loss = loss if total_loss is None else total_loss + loss
         assert total_loss is not None
@@ -642,7 +594,8 @@ class Trainer:
         With ``full_samples`` (one of several microbatches), the loss is weighted by the microbatch's share of them.
         """
         state, engine, listening, scaler = self.state, self.engine, self.engine.listening, self.state.scaler
-        forward = state.model if self.ddp_model is None else self.ddp_model  # DDP's forward prepares its all-reduce
+        ddp_model = self.parallel.ddp_model
+        forward = state.model if ddp_model is None else ddp_model  # DDP's forward prepares its all-reduce
         if listening[Event.BEFORE_FORWARD]:
             engine.run_event(Event.BEFORE_FORWARD)
         if self._autocast is None:
@@ -733,8 +686,8 @@ class Trainer:
         with torch.no_grad():
             engine.run_event(Event.EVAL_START)
             # FSDP: every forward is a collective, so a rank whose share has run out joins the others' passes.
-            pad = None if self.fsdp_config is None else lambda batch: self._padding_forward(spec, batch)
-            for batch in lockstep_batches(itertools.islice(spec.dataloader, limit), pad):
+            batches = itertools.islice(spec.dataloader, limit)
+            for batch in self.parallel.eval_batches(batches, lambda batch: self._padding_forward(spec, batch)):
                 if self._moves_batches:
                     batch = batch_to_device(batch, self.device)
                 state.batch = spec.device_transforms(batch)
@@ -791,7 +744,7 @@ class Trainer:
         return done
 
     def _padding_forward(self, spec: DataSpec, batch: Any) -> None:
-        """An evaluation forward pass whose outputs are dropped (no event, no metric): see ``lockstep_batches``."""
+        """An evaluation forward pass whose outputs are dropped (no event, no metric): see ``Parallelism.eval_batches``."""
         if self._moves_batches:
             batch = batch_to_device(batch, self.device)
         with self._precision_context():

@@ -8,7 +8,6 @@ the checkpoints the job wrote. The errors, and FSDP over a process group of one,
 
 from __future__ import annotations
 
-import datetime
 import sys
 import warnings
 from pathlib import Path
@@ -267,17 +266,6 @@ def test_fsdp_without_a_process_group_says_how_to_launch():
         make_trainer(model, one_rank_loader(), fsdp_config=UNITS)
     with pytest.raises(RuntimeError, match=r"`torchrun --nproc_per_node N script.py` or `composer launch -n N"):
         make_trainer(model, one_rank_loader(), fsdp_config=FSDPConfig())
-
-
-@pytest.fixture
-def group_of_one(tmp_path):
-    """A process group of this process alone, as a script may create before building the Trainer."""
-    store = torch_dist.FileStore(str(tmp_path / "store"), 1)
-    torch_dist.init_process_group("gloo", store=store, rank=0, world_size=1, timeout=datetime.timedelta(seconds=30))
-    try:
-        yield
-    finally:
-        torch_dist.destroy_process_group()
 
 
 def test_fsdp_over_a_group_of_one_trains_as_one_process(group_of_one):

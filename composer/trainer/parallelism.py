@@ -1,0 +1,231 @@
+"""The Trainer's one handle on training as one of several processes: :class:`Parallelism`.
+
+The Trainer talks to a single object about the process group, the data each rank reads, how the model is replicated
+(DistributedDataParallel) or sharded (FSDP), when gradients synchronise, what a batch counts over all ranks, how
+evaluation keeps the ranks in step, which log destinations a rank keeps, and which rank an error came from. The
+pieces it calls are in :mod:`composer.trainer.distributed` and :mod:`composer.trainer.fsdp`; this module only decides
+when each applies, so the Trainer's loop reads the same launched or not.
+
+Unlaunched (one process, no ``fsdp_config``) every method returns at once with what it was given: no process group,
+no wrapper, no collective, and no context entered per microbatch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import torch
+from torch.nn.parallel import DistributedDataParallel
+
+from composer.core.data_spec import DataSpec
+from composer.core.evaluator import Evaluator
+from composer.core.logging.logger import LoggerDestination
+from composer.core.precision import Precision
+from composer.core.time import Timer
+from composer.trainer.devices import resolve_device
+from composer.trainer.distributed import (
+    DDPSyncStrategy,
+    add_rank_note,
+    agree_on_seed,
+    batch_totals,
+    ddp_sync_context,
+    distribute_evaluator,
+    distribute_train_data,
+    heartbeat,
+    init_distributed,
+    is_launched,
+    lockstep_batches,
+    rank_zero_destinations,
+    seed_rank,
+    set_sampler_epoch,
+    wrap_ddp,
+)
+from composer.trainer.fsdp import FSDPConfig, prepare_fsdp_module, resolve_fsdp_config
+
+__all__ = ["Parallelism"]
+
+
+class Parallelism:
+    """How this process trains together with the others, if any: everything the Trainer does differently when launched.
+
+    Built first thing in the Trainer's constructor (it creates the process group, which the seed and the state's rank
+    need). Launched (``torchrun`` sets ``WORLD_SIZE`` > 1), it:
+
+    * creates the process group unless the script did (gloo on CPU, nccl on CUDA with each rank on the GPU of its
+      ``LOCAL_RANK``, ``timeout=dist_timeout``), takes rank 0's seed on every rank (:meth:`agree_on_seed`) and, once
+      the model is prepared, reseeds each rank with ``seed + rank`` so that dropout masks differ;
+    * gives each rank its share of the data: training loaders a ``DistributedSampler`` (:meth:`shard_train_data`,
+      reshuffled by :meth:`set_epoch`), evaluation loaders an unpadded sampler (:meth:`shard_evaluator`);
+    * prepares the model (:meth:`prepare`): on its device; with ``fsdp_config`` sharded in place before the
+      checkpoint is loaded, else wrapped in ``DistributedDataParallel`` after it (wrapping broadcasts rank 0's weights);
+    * runs the microbatches whose gradients are only accumulated under ``no_sync`` (:meth:`sync_context`), counts the
+      samples and tokens of all ranks (:meth:`totals`) and keeps FSDP's evaluation forward passes in step
+      (:meth:`eval_batches`);
+    * keeps the console and file destinations on rank 0 (:meth:`rank_zero_destinations`), and while ``fit`` runs
+      (:meth:`running`) names the rank that raised an error or stopped answering.
+
+    The model has two handles. :attr:`model` is the user's ``ComposerModel``, which is ``state.model``: algorithms
+    and callbacks see it, evaluation and ``loss`` run through it, and its ``state_dict`` is what checkpoints save
+    (FSDP shards it in place, so it is also the sharded model and the training forward calls it). :attr:`ddp_model`
+    is the ``DistributedDataParallel`` wrapper (None without one): the training forward calls it when there is one
+    (its forward prepares the all-reduce), and DDP communication hooks are registered on it.
+
+    Args:
+        device (str | torch.device, optional): The device asked for; default: CUDA when available. Launched on CUDA,
+            each rank takes the device of its ``LOCAL_RANK``.
+        dist_timeout (float): Seconds any collective may wait.
+        fsdp_config (FSDPConfig | Mapping, optional): Shard the model with FSDP instead of replicating it.
+        precision (str | Precision): The run's precision (``'amp'`` cannot be combined with FSDP).
+        ddp_sync_strategy (str | DDPSyncStrategy): When accumulated gradients synchronise.
+        grad_accum_auto (bool): Whether the run uses ``grad_accum='auto'`` (refused with FSDP: a rank that runs out
+            of memory mid-pass would leave the others waiting in a parameter gather).
+
+    Example:
+        >>> parallel = Parallelism(device="cpu", dist_timeout=60.0)
+        >>> parallel.launched, parallel.device, parallel.totals(DataSpec([]), 8, None)
+        (False, device(type='cpu'), (8, 0))
+    """
+
+    def __init__(
+        self,
+        *,
+        device: str | torch.device | None = None,
+        dist_timeout: float = 300.0,
+        fsdp_config: FSDPConfig | Mapping[str, Any] | None = None,
+        precision: str | Precision = Precision.FP32,
+        ddp_sync_strategy: str | DDPSyncStrategy = DDPSyncStrategy.SINGLE_AUTO_SYNC,
+        grad_accum_auto: bool = False,
+    ) -> None:
+        self.sync_strategy = DDPSyncStrategy.parse(ddp_sync_strategy)
+        self.device = init_distributed(resolve_device(device), dist_timeout)
+        self.launched = is_launched()
+        self.fsdp_config = resolve_fsdp_config(fsdp_config, precision)  # needs the process group: after init
+        if grad_accum_auto and self.fsdp_config is not None:
+            raise ValueError(_FSDP_AUTO_REFUSAL)
+        self.model: torch.nn.Module | None = None
+        self.ddp_model: DistributedDataParallel | None = None
+        # What no_sync and the heartbeat's hook apply to: the DDP wrapper or the FSDP-sharded model; None unlaunched.
+        self._synced: torch.nn.Module | None = None
+
+    @property
+    def sharded_checkpoints(self) -> bool:
+        """Whether checkpoints are folders of per-rank shards (``fsdp_config``'s ``state_dict_type='sharded'``)."""
+        return self.fsdp_config is not None and self.fsdp_config.state_dict_type == "sharded"
+
+    # ---- the process group and seeds -------------------------------------------------------------------------------
+
+    def agree_on_seed(self, seed: int) -> int:
+        """Rank 0's ``seed`` on every rank (a seed drawn at random included); ``seed`` itself unlaunched."""
+        return agree_on_seed(seed) if self.launched else seed
+
+    # ---- data ------------------------------------------------------------------------------------------------------
+
+    def shard_train_data(self, spec: DataSpec, *, seed: int) -> DataSpec:
+        """The training data with this rank's share (``spec`` itself unlaunched); see
+        :func:`~composer.trainer.distributed.distribute_train_data`."""
+        return distribute_train_data(spec, seed=seed) if self.launched else spec
+
+    def shard_evaluator(self, evaluator: Evaluator) -> Evaluator:
+        """The evaluator with this rank's share of its data, no sample on two ranks (``evaluator`` unlaunched)."""
+        return distribute_evaluator(evaluator) if self.launched else evaluator
+
+    @staticmethod
+    def set_epoch(dataloader: Any, epoch: int) -> None:
+        """Tells the loader's distributed sampler the epoch to shuffle for (any sampler with ``set_epoch``)."""
+        set_sampler_epoch(dataloader, epoch)
+
+    # ---- the model -------------------------------------------------------------------------------------------------
+
+    def prepare(
+        self,
+        model: torch.nn.Module,
+        optimizers: Sequence[torch.optim.Optimizer],
+        *,
+        find_unused_parameters: bool,
+        seed: int,
+        load: Callable[[], object],
+    ) -> None:
+        """Makes ``model`` ready to train on this rank, calling ``load`` when its parameters are final.
+
+        In order: the model goes to :attr:`device`; with ``fsdp_config`` it is sharded in place (rank 0's weights
+        broadcast first, ``optimizers`` switched to the shards); ``load`` runs (the checkpoint, loaded into the
+        parameters the run trains); launched without FSDP, the model is wrapped in ``DistributedDataParallel``
+        (which broadcasts rank 0's weights); launched, each rank is reseeded with ``seed + rank``.
+
+        Args:
+            model (torch.nn.Module): The model after ``Event.INIT`` surgery (``state.model``).
+            optimizers (Sequence[torch.optim.Optimizer]): Its optimizers, built and remapped, not yet stepped.
+            find_unused_parameters (bool): Passed to DistributedDataParallel.
+            seed (int): The run's (rank 0's) seed.
+            load (Callable): Loads the checkpoint to resume or start from, if any.
+        """
+        model.to(self.device)
+        if self.fsdp_config is not None:  # shard before loading (load_path, autoresume): the parameters change
+            prepare_fsdp_module(model, self.fsdp_config, optimizers, sync_module_states=True)
+        load()
+        if self.fsdp_config is None:
+            self.ddp_model = wrap_ddp(model, self.device, find_unused_parameters=find_unused_parameters)
+        self.model = model
+        self._synced = model if self.fsdp_config is not None else self.ddp_model
+        seed_rank(seed)
+
+    # ---- the training step -----------------------------------------------------------------------------------------
+
+    def sync_context(
+        self, is_final_microbatch: bool = False, *, deferred: bool = False
+    ) -> contextlib.AbstractContextManager[Any]:
+        """The context to run a microbatch's forward and backward in: ``no_sync`` when its gradients are only
+        accumulated (not the final microbatch of the batch, with ``ddp_sync_strategy='single_auto_sync'``), else
+        nothing.
+
+        ``deferred``: every microbatch runs without synchronising, whatever the strategy (``grad_accum='auto'``
+        under DDP averages the gradients itself once the ranks agree; see :mod:`composer.trainer.microbatching`).
+        """
+        if deferred and isinstance(self._synced, DistributedDataParallel):
+            return self._synced.no_sync()
+        return ddp_sync_context(self._synced, self.sync_strategy, is_final_microbatch)
+
+    def totals(self, spec: DataSpec, num_samples: int, num_tokens: int | None) -> tuple[int, int]:
+        """The samples and tokens of this batch over all ranks (tokens 0 when the data counts none), for the timer:
+        this rank's counts unlaunched; see :func:`~composer.trainer.distributed.batch_totals`."""
+        if not self.launched:  # per batch: no call beyond this one
+            return num_samples, num_tokens or 0
+        return batch_totals(spec, num_samples, num_tokens)
+
+    # ---- evaluation ------------------------------------------------------------------------------------------------
+
+    def eval_batches(self, batches: Iterable[Any], pad: Callable[[Any], None]) -> Iterator[Any]:
+        """This rank's evaluation ``batches``; with FSDP (every forward a collective) the ranks stay in step: one
+        whose share has run out calls ``pad(its last batch)`` until all are done (see
+        :func:`~composer.trainer.distributed.lockstep_batches`). Unlaunched and under DDP the batches as they are."""
+        return lockstep_batches(batches, pad if self.fsdp_config is not None else None)
+
+    # ---- logging and errors ----------------------------------------------------------------------------------------
+
+    @staticmethod
+    def rank_zero_destinations(destinations: Sequence[LoggerDestination]) -> list[LoggerDestination]:
+        """The destinations this rank keeps: all on rank 0; on the others, those that do not write to the console,
+        files or a tracker (see :func:`~composer.trainer.distributed.rank_zero_destinations`)."""
+        return rank_zero_destinations(destinations)
+
+    @contextlib.contextmanager
+    def running(self, timer: Timer) -> Iterator[None]:
+        """The block ``fit`` trains in. Launched: a heartbeat names the rank that stops answering (its hook on the
+        training forward advances it), and an error leaving the block gets a note naming the rank that raised it."""
+        if not self.launched:
+            yield
+            return
+        try:
+            with heartbeat(self._synced, timer):
+                yield
+        except BaseException as error:
+            add_rank_note(error)
+            raise
+
+
+_FSDP_AUTO_REFUSAL = (
+    "grad_accum='auto' is not supported with fsdp_config yet. To fix: pass the count found in an "
+    "unsharded run, or in an earlier run's log (trainer/grad_accum), as a fixed grad_accum=N."
+)
