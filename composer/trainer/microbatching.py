@@ -30,7 +30,9 @@ collective that a failed rank never reaches, the attempt itself communicates not
 every microbatch runs under ``no_sync`` and the gradients are averaged after the ranks agree
 (:func:`average_gradients`, in 25 MB buckets, the same arithmetic as DDP's own all-reduce, but after the backward pass
 instead of overlapping it), then rank 0's buffers are broadcast (:func:`broadcast_buffers`, as DDP's
-``broadcast_buffers`` does). With FSDP every forward and backward is a collective, so ``'auto'`` is refused there.
+``broadcast_buffers`` does). With FSDP every forward and backward is a chain of collectives that a rank running out
+of memory leaves at a point it cannot report, so ``'auto'`` is refused there (the constructor says why and what to
+do; composer/trainer/DISTRIBUTED.md weighs the designs).
 
 Evaluation adapts the same way, per evaluator: an out-of-memory ``eval_forward`` splits the evaluation batch in twice
 as many parts and runs the batch again; the metrics are updated only once every part of the batch has succeeded, so

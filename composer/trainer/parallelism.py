@@ -79,8 +79,8 @@ class Parallelism:
         fsdp_config (FSDPConfig | Mapping, optional): Shard the model with FSDP instead of replicating it.
         precision (str | Precision): The run's precision (``'amp'`` cannot be combined with FSDP).
         ddp_sync_strategy (str | DDPSyncStrategy): When accumulated gradients synchronise.
-        grad_accum_auto (bool): Whether the run uses ``grad_accum='auto'`` (refused with FSDP: a rank that runs out
-            of memory mid-pass would leave the others waiting in a parameter gather).
+        grad_accum_auto (bool): Whether the run uses ``grad_accum='auto'`` (refused with FSDP, for the reason the
+            error gives).
 
     Example:
         >>> parallel = Parallelism(device="cpu", dist_timeout=60.0)
@@ -226,6 +226,12 @@ class Parallelism:
 
 
 _FSDP_AUTO_REFUSAL = (
-    "grad_accum='auto' is not supported with fsdp_config yet. To fix: pass the count found in an "
-    "unsharded run, or in an earlier run's log (trainer/grad_accum), as a fixed grad_accum=N."
+    "grad_accum='auto' cannot be combined with fsdp_config. Under FSDP every forward and backward pass is a chain of "
+    "collectives (each unit gathers its parameters before it runs; the backward also reduce-scatters gradients), so "
+    "a rank that runs out of memory leaves the chain at an arbitrary point, possibly inside a gather it allocated for "
+    "but never joined, while the other ranks wait in the next one: no agreement afterwards can bring the ranks back "
+    "in step, and the job would hang until dist_timeout. To fix: pass a fixed grad_accum=N, the count an earlier run "
+    "logged (trainer/grad_accum), or one found by short runs (max_duration='3ba') that double N until a batch trains "
+    "without running out of memory. See \"Why grad_accum='auto' is refused with FSDP\" in "
+    "composer/trainer/DISTRIBUTED.md."
 )

@@ -1,7 +1,8 @@
 """Parallelism, the Trainer's one handle on the process group, data sharding, wrapping and synchronisation.
 
 Launched behaviour is covered end to end by test_distributed.py and test_fsdp_trainer.py (2 gloo ranks); here, what
-a single process must get: everything passed through, nothing wrapped, no context per microbatch.
+a single process must get: everything passed through, nothing wrapped, no context per microbatch, and the refusal of
+``grad_accum='auto'`` with FSDP, named with its reason and the fix.
 """
 
 from __future__ import annotations
@@ -74,3 +75,19 @@ def test_the_trainer_talks_to_one_parallelism():
     assert trainer.ddp_model is None and trainer.fsdp_config is None
     assert trainer.parallel.model is trainer.state.model
     trainer.close()
+
+
+def test_auto_microbatching_with_fsdp_is_refused_with_the_reason_and_the_fix(group_of_one):  # tests/trainer/conftest.py
+    with pytest.raises(ValueError) as caught:
+        Trainer(
+            model=tiny_model(),
+            train_dataloader=tiny_loader(),
+            max_duration="1ba",
+            grad_accum="auto",
+            fsdp_config={"min_params": None},
+            progress_bar=False,
+        )
+    message = str(caught.value)
+    assert "grad_accum='auto' cannot be combined with fsdp_config" in message
+    assert "collective" in message and "hang" in message  # why
+    assert "fixed grad_accum=N" in message and "DISTRIBUTED.md" in message  # what to do
