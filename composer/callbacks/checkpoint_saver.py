@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import logging
 import math
+import shutil
 import threading
 import warnings
 from collections.abc import Callable, Mapping
@@ -18,6 +19,7 @@ from composer.core.hparams import Hparams, hparams
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.core.time import Time, TimeUnit
+from composer.utils import dist
 from composer.utils.checkpoint import (
     find_checkpoints,
     format_checkpoint_name,
@@ -26,7 +28,8 @@ from composer.utils.checkpoint import (
     remove_stale_temporary_files,
     save_checkpoint,
 )
-from composer.utils.object_store import BackgroundUploader, RemoteCheckpointFolder
+from composer.utils.checkpoint.sharded import DCP_INDEX, STATE_FILE, shard_files
+from composer.utils.object_store import BackgroundUploader, RemoteCheckpointFolder, UploadError
 
 __all__ = ["CheckpointSaver", "CheckpointSaverHparams"]
 
@@ -142,6 +145,10 @@ class CheckpointSaver(Callback):
         self._uploader: BackgroundUploader | None = None
         self._uploading: list[Path] = []  # local files queued for upload or being uploaded, oldest first
         self._uploading_lock = threading.Lock()
+        # Sharded: checkpoints saved and not yet counted in the store (local path, name), oldest first; and the names
+        # of those whose shards this rank has uploaded (added by the worker thread).
+        self._awaiting_commit: list[tuple[Path, str]] = []
+        self._shards_uploaded: set[str] = set()
         self.folder_path: Path | None = None
         self.saved_checkpoints: list[Path] = []
         self._interval_function, self._interval = _parse_interval(save_interval)
@@ -211,6 +218,8 @@ class CheckpointSaver(Callback):
                 callback.check(state)  # a loss that went non-finite since its last check stops the run here
         folder = self._folder()
         path = folder / format_checkpoint_name(self.filename, state, run_name=self.run_name)
+        if self.remote is not None and self.sharded:
+            self._commit_sharded_uploads(state, wait=False)  # a collective: what every rank has uploaded counts now
         previous = (self._last_saved, list(self.saved_checkpoints))
         # Recorded before saving, so that the checkpoint lists itself and not the files about to be deleted: a run
         # resumed from it prunes exactly what this one would have.
@@ -231,9 +240,13 @@ class CheckpointSaver(Callback):
         except BaseException:
             self._last_saved, self.saved_checkpoints = previous
             raise
+        if self.remote is not None and self.sharded:
+            self._upload_shards_later(path, folder, state.rank)
         if state.rank != 0:
             return None
         log.info("Saved checkpoint %s", path)
+        if self.remote is not None and self.sharded:
+            return path
         if self.remote is not None:
             self._upload_later(path, folder)
             return path
@@ -295,12 +308,90 @@ class CheckpointSaver(Callback):
             if old not in waiting:
                 old.unlink(missing_ok=True)
 
+    # ---- uploading sharded checkpoints -------------------------------------------------------------------------
+    # Every rank uploads its own shard files (on several nodes, no rank has the others' files). A checkpoint counts
+    # in the store once its composer.pt is there, and rank 0 uploads that (and DCP's index) only once every rank has
+    # reported its shards uploaded: at the next save, or at the end of fit (collectives every rank reaches).
+
+    def _upload_shards_later(self, path: Path, folder: Path, rank: int) -> None:
+        remote = self.remote
+        assert remote is not None
+        if self._uploader is None:
+            self._uploader = BackgroundUploader(remote.store.options.max_pending_uploads, name="composer-checkpoint")
+        name = path.relative_to(folder).as_posix()
+        files = [f for f in shard_files(path, rank) if f != DCP_INDEX]  # the index goes with composer.pt, last
+        self._awaiting_commit.append((path, name))
+        self._uploader.submit(
+            lambda: self._upload_shards(path, name, files),
+            f"Uploading rank {rank}'s shards of checkpoint {name} to {remote.url.join(name)}",
+            note=f"The checkpoint stays at {path}; the store keeps the checkpoints uploaded before it.",
+        )
+
+    def _upload_shards(self, path: Path, name: str, files: list[str]) -> None:
+        assert self.remote is not None
+        self.remote.upload_files(path, name, files)
+        with self._uploading_lock:
+            self._shards_uploaded.add(name)
+
+    def _commit_sharded_uploads(self, state: State, wait: bool) -> None:
+        """Every rank says which checkpoints it has uploaded its shards of (``wait``: after its uploads finish); rank
+        0 queues the upload of DCP's index and composer.pt of those that every rank has, oldest first, then the
+        pruning. An upload that failed on any rank raises :class:`UploadError` on every rank."""
+        if not self._awaiting_commit:
+            return
+        failure = None
+        try:
+            if self._uploader is not None:
+                self._uploader.wait() if wait else self._uploader.check()
+        except UploadError as e:
+            failure = f"rank {state.rank}: {e}"
+        with self._uploading_lock:
+            uploaded = set(self._shards_uploaded)
+        reports = dist.all_gather_object((sorted(uploaded), failure))
+        failures = [f for _, f in reports if f is not None]
+        if failures:
+            self._awaiting_commit.clear()
+            raise UploadError("; ".join(failures))
+        while self._awaiting_commit and all(self._awaiting_commit[0][1] in names for names, _ in reports):
+            path, name = self._awaiting_commit.pop(0)
+            with self._uploading_lock:
+                self._shards_uploaded.discard(name)
+            if state.rank == 0:
+                assert self._uploader is not None and self.remote is not None
+                self._uploader.submit(
+                    lambda path=path, name=name: self._commit_sharded(path, name),  # type: ignore[misc]
+                    f"Uploading {STATE_FILE} of checkpoint {name} to {self.remote.url.join(name)}",
+                    note=f"The checkpoint stays at {path}; the store keeps the checkpoints uploaded before it.",
+                )
+            elif dist.get_local_rank() == 0 and not (path / DCP_INDEX).exists():
+                self._drop_local_before(path)  # a node without rank 0's disk: its copies older than this one go
+
+    def _commit_sharded(self, path: Path, name: str) -> None:
+        """On rank 0's worker thread: DCP's index and composer.pt (which makes the checkpoint count), then pruning."""
+        remote = self.remote
+        assert remote is not None
+        remote.upload_files(path, name, [DCP_INDEX, STATE_FILE])
+        log.info("Uploaded %s to %s", path, remote.url.join(name))
+        if self.num_checkpoints_to_keep > 0:
+            remote.prune(self.filename, self.num_checkpoints_to_keep, name, self.run_name)
+        self._drop_local_before(path)
+
+    def _drop_local_before(self, path: Path) -> None:
+        """Deletes this saver's local checkpoints older than ``path`` (the newest in the store now)."""
+        waiting = {p for p, _ in self._awaiting_commit}
+        local = find_checkpoints(self._folder(), self.filename, self.run_name)
+        for old in local[local.index(path) + 1 :] if path in local else []:
+            if old not in waiting:
+                shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
+
     def _finish_uploads(self) -> None:
         if self._uploader is not None:
             self._uploader.wait()
 
     def fit_end(self, state: State, logger: Logger) -> None:
-        del state, logger
+        del logger
+        if self.remote is not None and self.sharded:
+            self._commit_sharded_uploads(state, wait=True)
         self._finish_uploads()  # fit returns once every checkpoint is in the store, or raises why one is not
 
     def close(self, state: State, logger: Logger) -> None:

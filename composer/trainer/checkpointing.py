@@ -41,6 +41,7 @@ from composer.utils.object_store import (
     parse_location,
     redact,
 )
+from composer.utils.object_store.checkpoint_folder import UNFINISHED_UPLOAD
 
 __all__ = ["Checkpointing", "epoch_batches", "run_config"]
 
@@ -129,11 +130,11 @@ class Checkpointing:
                 load_path = None
             else:
                 load_path = location
-        if sharded and self.remote is not None:
+        if sharded and self._remote_load is not None:
             raise ValueError(
-                f"save_folder={redact(self.save_folder or '')!r} is in an object store, and sharded checkpoints "
-                "(fsdp_config state_dict_type='sharded') are folders, which are not uploaded yet. Save them to a "
-                "local or shared folder, or use state_dict_type='full'."
+                f"load_path={redact(str(self._remote_load[0].url.join(self._remote_load[1])))!r} is in an object "
+                "store, and loading a sharded checkpoint from one is done by autoresume only: pass the run's "
+                "save_folder with autoresume=True, or download the folder and pass its local path."
             )
         self.sharded = sharded
         if sharded:  # a sharded checkpoint is a folder: the default names without the file suffix
@@ -192,7 +193,9 @@ class Checkpointing:
             # Launched: rank 0 picks the checkpoint (or finds that none can be resumed) and every rank follows it.
             found, refused = self._newest_resumable() if state.rank == 0 else (None, [])
             error = None
-            if found is None and refused and not self.save_overwrite:
+            # A sharded folder whose upload never finished is what a run stopped in the middle of an upload leaves:
+            # passed over like the others, but no reason to stop.
+            if found is None and [r for r in refused if r[1] != UNFINISHED_UPLOAD] and not self.save_overwrite:
                 error = self._none_resumable(refused)
             chosen, error = dist.broadcast_object_list([None if found is None else str(found[0]), error])
             if error is not None:
@@ -204,6 +207,14 @@ class Checkpointing:
                     f"and {outcome}{' (save_overwrite=True)' if found is None else ''}: {_listing(refused)}",
                     stacklevel=3,
                 )
+            if chosen is not None and self.remote is not None and self.sharded:
+                path = self._download_sharded(state, chosen)
+                checkpoint = read_checkpoint(path)  # every rank: composer.pt and every shard's checksum
+                restore_checkpoint(state, _without_budget(checkpoint, state), path=path)
+                log.info("autoresume: resuming from %s at %s.", self.remote.url.join(chosen), state.timer)
+                self.loaded_path = path
+                _warn_if_inexact(state)
+                return path
             if chosen is not None:
                 path = Path(chosen)
                 if found is None and self.remote is not None and not path.exists():  # another node: download it too
@@ -300,8 +311,16 @@ class Checkpointing:
         )
         for candidate in candidates:
             try:
-                path = candidate if remote is None else remote.download(candidate)
-                checkpoint = read_checkpoint(path)
+                if remote is not None and self.sharded:
+                    # Checked in the store (composer.pt read, every shard there with its checksum): each node
+                    # downloads the folder once every rank knows the choice.
+                    checkpoint = remote.check_sharded(candidate)
+                    if not checkpoint["metadata"].get("weights_only", False):
+                        return (Path(candidate), checkpoint), refused
+                    path = Path(candidate)
+                else:
+                    path = candidate if remote is None else remote.download(candidate)
+                    checkpoint = read_checkpoint(path)
             except CheckpointError as e:
                 refused.append((Path(candidate), e.reason))
                 continue
@@ -310,6 +329,22 @@ class Checkpointing:
                 continue
             return (path, checkpoint), refused
         return None, refused
+
+    def _download_sharded(self, state: State, name: str) -> Path:
+        """The sharded checkpoint ``name`` (chosen by rank 0) downloaded from the store into each node's local folder
+        by the node's first rank, verified; a collective. Returns this rank's local path of it."""
+        remote = self.remote
+        assert remote is not None
+        problem = None
+        if dist.get_local_rank() == 0:
+            try:
+                remote.download_sharded(name)
+            except Exception as e:  # every rank learns it, so that none waits in a collective for ever
+                problem = f"rank {state.rank} could not download {remote.url.join(name)}: {type(e).__name__}: {e}"
+        problems = [p for p in dist.all_gather_object(problem) if p is not None]
+        if problems:
+            raise CheckpointError("; ".join(problems), reason="could not be downloaded")
+        return remote.local_folder.joinpath(*name.split("/"))
 
     def _none_resumable(self, refused: Sequence[tuple[Path, str]]) -> str:
         return (

@@ -25,6 +25,7 @@ import hashlib
 import logging
 import os
 import pickle
+import re
 import shutil
 import warnings
 from collections.abc import Mapping, Sequence
@@ -54,18 +55,20 @@ from composer.utils.checkpoint.saving import (
 )
 
 __all__ = [
+    "DCP_INDEX",
     "STATE_FILE",
     "convert_sharded_to_full",
     "is_sharded_checkpoint",
     "load_sharded_checkpoint",
     "read_sharded_checkpoint",
     "save_sharded_checkpoint",
+    "shard_files",
 ]
 
 log = logging.getLogger(__name__)
 
 STATE_FILE = "composer.pt"  # composer's own state beside DCP's files; written last, so it marks a finished folder
-_DCP_METADATA = ".metadata"
+DCP_INDEX = ".metadata"  # DCP's index of every tensor's shards, written by rank 0
 
 
 def is_sharded_checkpoint(path: str | os.PathLike[str]) -> bool:
@@ -78,7 +81,7 @@ def is_sharded_checkpoint(path: str | os.PathLike[str]) -> bool:
         bool: True for a sharded checkpoint's folder; False for a file, a missing path or another folder.
     """
     path = Path(path)
-    return path.is_dir() and ((path / STATE_FILE).is_file() or (path / _DCP_METADATA).is_file())
+    return path.is_dir() and ((path / STATE_FILE).is_file() or (path / DCP_INDEX).is_file())
 
 
 # ---- saving ------------------------------------------------------------------------------------------------------
@@ -138,14 +141,16 @@ def save_sharded_checkpoint(
             optimizers_rest.append({"state": per_param, "param_groups": saved["param_groups"]})
     rank_states = None if weights_only else _gather_rank_states(state)
 
-    tmp = Path(dist.broadcast_object_list([str(_temporary_folder(path)) if state.rank == 0 else None])[0])
+    # The name is rank 0's, the folder each rank's own: on nodes that share no disk, each writes its shards into its
+    # own copy of the folder (DCP creates it), and that node's first rank renames it into place.
+    tmp = path.with_name(dist.broadcast_object_list([_temporary_folder(path).name if state.rank == 0 else None])[0])
     if state.rank == 0:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
     dist.barrier()  # the folder exists before any rank writes into it
     try:
         save(tensors, storage_writer=FileSystemWriter(tmp, sync_files=True))  # raises on every rank
-        digests = _merge(dist.all_gather_object(_digest_share(tmp, state.rank, state.world_size)))
+        digests = _merge(dist.all_gather_object({name: _sha256(tmp / name) for name in shard_files(tmp, state.rank)}))
     except BaseException:
         if state.rank == 0:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -177,7 +182,25 @@ def save_sharded_checkpoint(
         raise failure
     if message is not None:
         raise CheckpointError(f"Rank 0 could not write the sharded checkpoint {path}: {message}")
+    if state.rank != 0 and dist.get_local_rank() == 0 and tmp.is_dir():
+        _replace_folder(tmp, path)  # a node that does not share rank 0's disk: its copy holds its ranks' shards
     return path
+
+
+def shard_files(folder: str | os.PathLike[str], rank: int) -> list[str]:
+    """The names of the files in a sharded checkpoint's ``folder`` that ``rank`` wrote: its shards
+    (``__<rank>_<n>.distcp``), and on rank 0 DCP's index too (``composer.pt`` is not among them).
+
+    Args:
+        folder (str | PathLike): The checkpoint's folder (or its temporary folder).
+        rank (int): The rank.
+
+    Returns:
+        list[str]: File names, sorted; DCP's index last.
+    """
+    own = re.compile(rf"__{rank}_\d+\.distcp")
+    names = sorted(p.name for p in Path(folder).iterdir() if p.is_file() and own.fullmatch(p.name))
+    return names + ([DCP_INDEX] if rank == 0 and (Path(folder) / DCP_INDEX).is_file() else [])
 
 
 def _refuse_non_finite(model_state: Mapping[str, Any], path: Path) -> None:
@@ -224,12 +247,6 @@ def _replace_folder(tmp: Path, path: Path) -> None:
     _fsync_folder(path.parent)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
-
-
-def _digest_share(folder: Path, rank: int, world_size: int) -> dict[str, str]:
-    """The SHA-256 of this rank's share of the files DCP wrote (every ``world_size``-th, by name)."""
-    names = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != STATE_FILE)
-    return {name: _sha256(folder / name) for name in names[rank::world_size]}
 
 
 def _merge(shares: Sequence[Mapping[str, str]]) -> dict[str, str]:

@@ -13,21 +13,24 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from composer.utils.checkpoint import CheckpointError, find_checkpoints, prune_checkpoints
+from composer.utils.checkpoint.sharded import STATE_FILE
 from composer.utils.object_store.options import StorageOptions
 from composer.utils.object_store.s3 import ObjectInfo, S3ObjectStore
 from composer.utils.object_store.url import ObjectStoreURL
 
-__all__ = ["SHA256_METADATA_KEY", "RemoteCheckpointFolder", "file_sha256"]
+__all__ = ["SHA256_METADATA_KEY", "UNFINISHED_UPLOAD", "RemoteCheckpointFolder", "file_sha256"]
 
 log = logging.getLogger(__name__)
 
 SHA256_METADATA_KEY = "composer-sha256"
+UNFINISHED_UPLOAD = f"an unfinished upload (no {STATE_FILE} in the store)"  # a sharded folder's reason for refusal
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
@@ -86,7 +89,8 @@ class RemoteCheckpointFolder:
     # ---- ranking -----------------------------------------------------------------------------------------------
 
     def newest_first(self, pattern: str, run_name: str = "") -> list[str]:
-        """The names (relative to the folder) of the checkpoints of ``pattern`` in the store, newest first."""
+        """The names (relative to the folder) of the checkpoints of ``pattern`` in the store, newest first (a
+        sharded checkpoint's folder among them, complete or not)."""
         with tempfile.TemporaryDirectory(prefix="composer-listing-") as scratch:
             mirror = self._mirror(Path(scratch))
             return [mirror[path] for path in find_checkpoints(scratch, pattern, run_name)]
@@ -95,20 +99,40 @@ class RemoteCheckpointFolder:
         """Deletes the checkpoints of ``pattern`` in the store, all but the newest ``keep`` (``newest``, just
         uploaded, always among them), by the rules of :func:`~composer.utils.checkpoint.prune_checkpoints`. The
         store is listed each time, so what a run killed between an upload and its pruning left goes at the next
-        call. Returns the names deleted."""
+        call. A sharded checkpoint's folder goes whole (every object under it). A folder whose upload never
+        finished (no ``composer.pt``) does not count among the ``keep``; it is deleted once it ranks older than
+        ``newest`` (one ranked newer may be another rank's upload in progress). Returns the names deleted."""
         with tempfile.TemporaryDirectory(prefix="composer-listing-") as scratch:
             mirror = self._mirror(Path(scratch))
-            doomed = [
-                mirror[p] for p in prune_checkpoints(scratch, pattern, keep, Path(scratch) / newest, run_name=run_name)
-            ]
+            ranked = find_checkpoints(scratch, pattern, run_name)
+            folders = {mirror[p] for p in ranked if p.is_dir()}
+            unfinished = [p for p in ranked if p.is_dir() and not (p / STATE_FILE).is_file()]
+            newest_path = Path(scratch) / newest
+            older = ranked[ranked.index(newest_path) + 1 :] if newest_path in ranked else []
+            doomed = [mirror[p] for p in unfinished if p in older]
+            for path in unfinished:
+                shutil.rmtree(path)  # out of the mirror: not counted among the checkpoints kept
+            doomed += [mirror[p] for p in prune_checkpoints(scratch, pattern, keep, newest_path, run_name=run_name)]
         for name in doomed:
-            self.store.delete(self.url.key(name))
+            if name in folders:
+                self.delete_folder(name)
+            else:
+                self.store.delete(self.url.key(name))
             log.info("Deleted %s (num_checkpoints_to_keep=%d).", self.url.join(name), keep)
         return doomed
 
+    def delete_folder(self, name: str) -> None:
+        """Deletes every object under ``name/`` (a sharded checkpoint), its ``composer.pt`` first, so that what a
+        crash midway leaves is an unfinished folder, which is never resumed and is deleted later."""
+        keys = [info.key for info in self.store.list_objects(self.url.key(name) + "/")]
+        for key in sorted(keys, key=lambda k: not k.endswith("/" + STATE_FILE)):
+            self.store.delete(key)
+
     def _mirror(self, scratch: Path) -> dict[Path, str]:
-        """Empty files under ``scratch`` named and timed like the objects in the folder; mirror path -> name."""
+        """Empty files under ``scratch`` named and timed like the objects in the folder (a sharded checkpoint's
+        folder as a folder, timed like its newest object); mirror path -> name, for folders too."""
         mirror: dict[Path, str] = {}
+        folder_times: dict[Path, float] = {}
         for info in self._objects():
             name = self.url.name_of(info.key)
             parts = name.split("/")
@@ -119,6 +143,12 @@ class RemoteCheckpointFolder:
             path.touch()
             os.utime(path, (info.last_modified, info.last_modified))
             mirror[path] = name
+            for i in range(1, len(parts)):
+                parent = scratch.joinpath(*parts[:i])
+                mirror[parent] = "/".join(parts[:i])
+                folder_times[parent] = max(folder_times.get(parent, 0.0), info.last_modified)
+        for parent, when in folder_times.items():  # once every file is in: creating them touched the folders
+            os.utime(parent, (when, when))
         return mirror
 
     def _objects(self) -> list[ObjectInfo]:
@@ -165,6 +195,61 @@ class RemoteCheckpointFolder:
                 reason="its bytes do not match the checksum uploaded with it",
             )
         return local
+
+    # ---- sharded checkpoints (folders) ----------------------------------------------------------------------------
+
+    def upload_files(self, local_folder: str | os.PathLike[str], name: str, files: list[str]) -> None:
+        """Uploads ``files`` of the local folder ``local_folder`` as ``name/<file>``, each with its SHA-256."""
+        for file in files:
+            self.upload(Path(local_folder) / file, f"{name}/{file}")
+
+    def check_sharded(self, name: str) -> dict[str, Any]:
+        """Whether the sharded checkpoint ``name`` is complete in the store: downloads its ``composer.pt`` (verified),
+        and checks without downloading them that every shard file it lists is in the store with the SHA-256 it lists.
+        Returns ``composer.pt``'s payload (with ``'files'``: name -> SHA-256).
+
+        Raises:
+            CheckpointError: If ``composer.pt`` is missing (an unfinished upload), damaged, or a listed file is
+                missing from the store or carries another checksum.
+        """
+        from composer.utils.checkpoint import read_checkpoint
+
+        where = self.url.join(name)
+        if self.store.head(self.url.key(f"{name}/{STATE_FILE}")) is None:
+            raise CheckpointError(
+                f"{where} has no {STATE_FILE}: its upload never finished (the ranks' shards go first, {STATE_FILE} "
+                "last), so it is not used.",
+                reason=UNFINISHED_UPLOAD,
+            )
+        state_file = self.download(f"{name}/{STATE_FILE}")
+        try:
+            payload = read_checkpoint(state_file)
+            if "files" not in payload:
+                raise CheckpointError(f"{where}/{STATE_FILE} is not a sharded checkpoint's.", reason="not sharded")
+            for file, digest in payload["files"].items():
+                info = self.store.head(self.url.key(f"{name}/{file}"))
+                if info is None or info.metadata.get(SHA256_METADATA_KEY) != digest:
+                    problem = "is missing" if info is None else "does not carry the checksum listed"
+                    raise CheckpointError(
+                        f"{where}/{file} {problem} in the store: the checkpoint is incomplete, so it is not used.",
+                        reason=f"shard file {file} {problem} in the store",
+                    )
+        except CheckpointError:
+            state_file.unlink(missing_ok=True)
+            raise
+        return payload
+
+    def download_sharded(self, name: str) -> Path:
+        """Downloads the sharded checkpoint ``name`` into the local folder (files already here whose bytes match are
+        kept), each file checked against its uploaded SHA-256 and the one ``composer.pt`` lists; returns its path.
+
+        Raises:
+            CheckpointError: If the checkpoint is incomplete or a file does not match.
+        """
+        payload = self.check_sharded(name)
+        for file in payload["files"]:
+            self.download(f"{name}/{file}")
+        return self.local_folder.joinpath(*name.split("/"))
 
     def clean_up_unfinished_uploads(self) -> list[str]:
         """Aborts the multipart uploads left unfinished under the folder (by a process killed while uploading)."""

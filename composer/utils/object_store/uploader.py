@@ -97,6 +97,14 @@ class BackgroundUploader:
             self._thread.start()
         self._jobs.put((job, what, note))
 
+    def check(self) -> None:
+        """Raises now, without waiting, if a job failed for good.
+
+        Raises:
+            UploadError: If a job failed for good (raised once).
+        """
+        self._raise_failure()
+
     def wait(self) -> None:
         """Waits until every job submitted so far has run.
 

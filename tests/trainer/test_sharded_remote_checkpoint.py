@@ -1,0 +1,218 @@
+"""Sharded FSDP checkpoints in an S3-compatible store (moto on loopback, authentication on), on two "nodes".
+
+One job of two torchrun launchers (``--nnodes 2``, one CPU rank each) runs this file as its script (``main``, at the
+bottom). Each node has its own local folder, as machines without a shared disk do, so each rank uploads its own
+shards, and each node downloads the whole folder to resume. The job runs: an uninterrupted sharded run saving to
+``s3://BUCKET/plain``; a run stopped at batch 8; then, after an unfinished folder (shards, no composer.pt) and a
+folder with a shard of the wrong checksum were put in the store, a resumed run on fresh local folders. In this
+process: the 2-rank checkpoint resumed by autoresume on one rank (2 -> 1).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import torch.distributed as torch_dist
+
+from composer.trainer.fsdp import full_model_state_dict
+from composer.utils import dist
+from tests.distributed import launch
+from tests.trainer import dist_worker as worker
+from tests.trainer.test_fsdp_trainer import assert_close, assert_equal, fsdp_trainer, make_trainer, one_rank_loader
+from tests.trainer.test_sharded_checkpoint import SHARDED, group_of_one
+
+pytest.importorskip("moto.server", reason="needs moto[server] (the dev extra)")
+
+SHARD_FILES = [".metadata", "__0_0.distcp", "__1_0.distcp", "composer.pt"]
+
+
+# ---- the 2-node job (each rank runs this) ----------------------------------------------------------------------------
+
+
+def remote_trainer(model: torch.nn.Module, folder: Path, endpoint: str, bucket: str, prefix: str, local: str, **kw):
+    options = {"endpoint_url": endpoint, "retry_budget": 10, "local_folder": str(folder / local)}
+    return fsdp_trainer(
+        model,
+        fsdp_config=SHARDED,
+        save_folder=f"s3://{bucket}/{prefix}",
+        save_interval="4ba",
+        save_num_checkpoints_to_keep=2,
+        storage_options=options,
+        **kw,
+    )
+
+
+def run_job(folder: Path, endpoint: str, bucket: str) -> dict[str, Any]:
+    rank, node = dist.get_global_rank(), dist.get_node_rank()
+    out: dict[str, Any] = {}
+    trainer = remote_trainer(worker.make_model(seed=rank), folder, endpoint, bucket, "plain", f"node{node}/plain")
+    trainer.fit()  # returns once every checkpoint is complete in the store
+    out["plain"] = full_model_state_dict(trainer.state.model)
+    trainer.close()
+
+    auto = {"run_name": "auto", "autoresume": True}
+    stopped = remote_trainer(
+        worker.make_model(seed=0), folder, endpoint, bucket, "auto", f"node{node}/auto", max_duration="8ba", **auto
+    )
+    stopped.fit()
+    stopped.close()
+    dist.barrier()  # the test's process damages the store now (damage, below): rank 0 waits until it is done
+    if rank == 0:
+        (folder / "ready").write_text("")
+        while not (folder / "damaged").exists():
+            time.sleep(0.05)
+    dist.barrier()
+    # A fresh machine: an empty local folder on each node.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer = remote_trainer(
+            worker.make_model(seed=100 + rank), folder, endpoint, bucket, "auto", f"n{node}", **auto
+        )
+    out["auto_warnings"] = [str(w.message) for w in caught]
+    out["auto_loaded"] = str(trainer.checkpointing.loaded_path)
+    out["auto_at"] = int(trainer.state.timer.batch)
+    trainer.fit()
+    out["auto"] = full_model_state_dict(trainer.state.model)
+    trainer.close()
+    return out
+
+
+def main() -> None:
+    folder, endpoint, bucket = Path(sys.argv[2]), sys.argv[3], sys.argv[4]
+    out = run_job(folder, endpoint, bucket)
+    torch.save(out, folder / f"rank{dist.get_global_rank()}.pt")
+
+
+# ---- the job, and damaging the store while it waits -------------------------------------------------------------------
+
+
+def damage(server, bucket: str) -> None:
+    """Newer than the stopped run's checkpoints: an unfinished upload (rank 1's shard only) and a folder whose shard
+    does not carry the checksum its composer.pt lists."""
+    client = server.client()
+    client.put_object(Bucket=bucket, Key="auto/ep2-ba14/__1_0.distcp", Body=b"shard")
+    for name in SHARD_FILES:
+        source = client.get_object(Bucket=bucket, Key=f"auto/ep1-ba8/{name}")
+        metadata = {} if name == "__1_0.distcp" else source["Metadata"]
+        client.put_object(Bucket=bucket, Key=f"auto/ep2-ba16/{name}", Body=source["Body"].read(), Metadata=metadata)
+
+
+@pytest.fixture(scope="module")
+def job(s3_server, tmp_path_factory) -> dict[Any, Any]:
+    folder = tmp_path_factory.mktemp("sharded_remote")
+    bucket = s3_server.create_bucket()
+    port = launch.free_port()
+    env = {**launch._env(), **s3_server.environment()}
+    env.pop("AWS_PROFILE", None)
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--nnodes=2",
+                f"--node_rank={node}",
+                "--nproc_per_node=1",
+                "--master_addr=127.0.0.1",
+                f"--master_port={port}",
+                __file__,
+                "sharded_remote",
+                str(folder),
+                s3_server.endpoint_url,
+                bucket,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=launch.REPO,
+        )
+        for node in (0, 1)
+    ]
+    try:
+        for _ in range(launch.JOB_TIMEOUT * 20):
+            if (folder / "ready").exists() or any(p.poll() is not None for p in processes):
+                break
+            time.sleep(0.05)
+        if (folder / "ready").exists():
+            damage(s3_server, bucket)
+            (folder / "damaged").write_text("")
+        outputs = [p.communicate(timeout=launch.JOB_TIMEOUT)[0] for p in processes]
+    finally:
+        for p in processes:
+            if p.poll() is None:
+                p.kill()
+    if any(p.returncode != 0 for p in processes):
+        pytest.fail("The 2-node job failed:\n" + "\n".join(o[-6000:] for o in outputs))
+    results = {r: torch.load(folder / f"rank{r}.pt", weights_only=False) for r in (0, 1)}
+    return {"folder": folder, "bucket": bucket, "server": s3_server, **results}
+
+
+# ---- tests -----------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.dist
+def test_each_rank_uploads_its_shards_and_the_store_keeps_the_newest_two(job):
+    keys = job["server"].keys(job["bucket"], "plain/")
+    assert keys == [f"plain/{name}/{file}" for name in ("ep1-ba12", "ep1-ba8") for file in SHARD_FILES]
+    # Each node's local folder keeps the newest checkpoint; node 1's holds its own shard only (no shared disk).
+    assert sorted(p.name for p in (job["folder"] / "node0" / "plain").iterdir() if p.is_dir()) == ["ep1-ba12"]
+    assert sorted(p.name for p in (job["folder"] / "node1" / "plain" / "ep1-ba12").iterdir()) == ["__1_0.distcp"]
+
+
+@pytest.mark.dist
+def test_autoresume_downloads_the_newest_complete_folder_on_each_node_and_resumes_bitwise(job):
+    for rank in (0, 1):
+        assert Path(job[rank]["auto_loaded"]).name == "ep1-ba8" and job[rank]["auto_at"] == 8
+        assert Path(job[rank]["auto_loaded"]).parent.name == f"n{rank}"  # each node its own copy
+    warning = next(w for w in job[0]["auto_warnings"] if "autoresume skips" in w)
+    assert "ep2-ba16: shard file __1_0.distcp does not carry the checksum listed in the store" in warning
+    assert "ep2-ba14: an unfinished upload (no composer.pt in the store)" in warning
+    assert_equal(job[0]["auto"], job[0]["plain"])
+    # Pruned to two by the resumed run: the stopped run's ep0-ba4 and the damaged ep2-ba16 went; the unfinished
+    # ep2-ba14 ranks newer than the newest checkpoint, so it stays (it could be an upload in progress); never used.
+    keys = job["server"].keys(job["bucket"], "auto/")
+    expected = [f"auto/{name}/{file}" for name in ("ep1-ba12", "ep1-ba8") for file in SHARD_FILES]
+    assert keys == sorted([*expected, "auto/ep2-ba14/__1_0.distcp"])
+
+
+@pytest.mark.dist
+def test_a_two_rank_checkpoint_in_the_store_resumes_on_one_rank(job, s3_env, tmp_path):
+    client, bucket = s3_env.client(), job["bucket"]
+    for file in SHARD_FILES:  # the plain run's checkpoint of batch 8, as the only one of a run
+        client.copy_object(
+            Bucket=bucket, Key=f"reshard/ep1-ba8/{file}", CopySource={"Bucket": bucket, "Key": f"plain/ep1-ba8/{file}"}
+        )
+    group_of_one(tmp_path)
+    try:
+        model = worker.make_model(seed=7)
+        trainer = make_trainer(
+            model,
+            one_rank_loader(),
+            fsdp_config=SHARDED,
+            save_folder=f"s3://{bucket}/reshard",
+            autoresume=True,
+            run_name="reshard",
+            storage_options={"endpoint_url": s3_env.endpoint_url, "local_folder": str(tmp_path / "local")},
+        )
+        assert int(trainer.state.timer.batch) == 8
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "was saved by 2 ranks")
+            trainer.fit()
+        assert_close(full_model_state_dict(model), job[0]["plain"])
+        trainer.close()
+    finally:
+        torch_dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    main()
