@@ -1,4 +1,4 @@
-"""Every ```python block of every guide runs, in order, one namespace per page, in a fresh working directory.
+"""Every ```python block of every guide (and of the home page) runs, in order, one namespace per page, in a fresh working directory.
 
 A block that cannot run here (several processes, an object store, the whole main job) is preceded by a line
 ``<!-- not-run: the reason, and the test that covers it -->``; the reason is required.
@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-GUIDES = Path(__file__).resolve().parents[2] / "docs" / "guides"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+PAGES = [DOCS / "index.md", *sorted((DOCS / "guides").glob("*.md"))]
 _BLOCK = re.compile(r"(?:<!-- not-run: (?P<reason>[^>]*?) -->\n)?```python\n(?P<code>.*?)```", re.S)
 
 
@@ -23,12 +24,12 @@ def blocks(page: Path) -> list[tuple[str, str]]:
 
 
 def test_not_run_markers_give_a_reason():
-    for page in sorted(GUIDES.glob("*.md")):
+    for page in PAGES:
         for marker in re.findall(r"<!-- not-run:(.*?)-->", page.read_text()):
             assert marker.strip(), f"{page.name}: a not-run block needs its reason"
 
 
-@pytest.mark.parametrize("page", sorted(GUIDES.glob("*.md")), ids=lambda path: path.stem)
+@pytest.mark.parametrize("page", PAGES, ids=lambda path: path.stem)
 def test_guide_code_runs(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # what an example writes lands here
     # The page runs as a module of its own, as a script would, so that dataclasses and pickling can find it.
