@@ -142,5 +142,5 @@ def test_distributed_fields_reach_the_trainer():
     trainer = TrainerHparams.from_dict(
         {**TINY, "ddp_sync_strategy": "multi_auto_sync", "dist_timeout": 30}
     ).initialize_object()
-    assert trainer._ddp_sync_strategy.value == "multi_auto_sync"
+    assert trainer.parallel.sync_strategy.value == "multi_auto_sync"
     trainer.close()
