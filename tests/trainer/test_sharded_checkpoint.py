@@ -11,6 +11,7 @@ weights (bitwise, for a resume on the same number of ranks) and tests/trainer/te
 from __future__ import annotations
 
 import datetime
+import gc
 import pickle
 import shutil
 import sys
@@ -89,6 +90,10 @@ def main() -> None:
     folder = Path(sys.argv[2])
     out = run_job(folder)
     torch.save(out, folder / f"rank{dist.get_global_rank()}.pt")
+    # An orderly end: no rank tears down its process group (rank 0 hosts the store) while another still uses it.
+    gc.collect()  # the run's Trainers close here, not at interpreter exit
+    dist.barrier()
+    torch_dist.destroy_process_group()
 
 
 # ---- one process over a process group of one; the job -----------------------------------------------------------
