@@ -3,12 +3,17 @@
 A run sharded with FSDP and ``state_dict_type='sharded'`` saves each checkpoint as a folder in which every rank wrote
 its own shards. ``convert`` reads the whole folder in this one process (no process group, no GPU) and writes the
 checkpoint an unsharded run would have written (atomically, with its checksum), which loads with ``load_path`` into
-any run, sharded or not.
+any run, sharded or not. SRC may be in an S3-compatible store (``s3://bucket/prefix/ep1-ba6``, with
+``--endpoint-url`` for a store other than AWS; credentials from the standard AWS chain): the folder is checked
+complete (``composer.pt`` there, every shard with the checksum it lists), downloaded into a temporary folder,
+verified, converted, and the download deleted.
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from composer.config import ConfigError
@@ -18,13 +23,40 @@ __all__ = ["add_parser"]
 
 def _convert(args: argparse.Namespace) -> int:
     from composer.utils.checkpoint import CheckpointError, convert_sharded_to_full
+    from composer.utils.object_store import ObjectStoreURL, parse_location
 
     try:
-        written = convert_sharded_to_full(args.src, args.dst)
+        source = parse_location(args.src, "SRC")
+    except ValueError as error:
+        raise ConfigError("checkpoint convert SRC", str(error)) from None
+    try:
+        if isinstance(source, ObjectStoreURL):
+            with tempfile.TemporaryDirectory(prefix="composer-convert-") as scratch:
+                written = convert_sharded_to_full(_download(source, args.endpoint_url, Path(scratch)), args.dst)
+        else:
+            written = convert_sharded_to_full(source, args.dst)
     except CheckpointError as error:
         raise ConfigError("checkpoint convert SRC", str(error)) from None
     print(f"wrote {written}")
     return 0
+
+
+def _download(source: Any, endpoint_url: str | None, scratch: Path) -> Path:
+    """Downloads the sharded checkpoint folder at ``source`` (an ObjectStoreURL) into ``scratch``, verified."""
+    from composer.utils.object_store import ObjectStoreURL, RemoteCheckpointFolder
+
+    parent, _, name = source.prefix.rpartition("/")
+    if not name:
+        raise ConfigError(
+            "checkpoint convert SRC",
+            f"{source} names a bucket, not a checkpoint folder; give the folder, e.g. s3://{source.bucket}/run/ep1-ba6.",
+        )
+    options = {"local_folder": str(scratch), **({"endpoint_url": endpoint_url} if endpoint_url else {})}
+    try:
+        folder = RemoteCheckpointFolder.open(ObjectStoreURL(source.bucket, parent), options, "SRC", write=False)
+    except ValueError as error:
+        raise ConfigError("checkpoint convert SRC", str(error)) from None
+    return folder.download_sharded(name)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -36,6 +68,11 @@ def add_parser(subparsers: Any) -> None:
         help="turn a sharded checkpoint folder into one checkpoint file",
         description="Turns the sharded checkpoint folder SRC into the one checkpoint file DST.",
     )
-    convert.add_argument("src", metavar="SRC", help="a sharded checkpoint's folder, e.g. checkpoints/ep1-ba6")
+    convert.add_argument(
+        "src", metavar="SRC", help="a sharded checkpoint's folder, e.g. checkpoints/ep1-ba6 or s3://bucket/run/ep1-ba6"
+    )
     convert.add_argument("dst", metavar="DST", help="the checkpoint file to write, e.g. ep1-ba6.pt")
+    convert.add_argument(
+        "--endpoint-url", default=None, help="an S3-compatible store's endpoint, for an s3:// SRC (default: AWS)"
+    )
     convert.set_defaults(run=_convert)

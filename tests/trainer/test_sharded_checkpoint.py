@@ -209,6 +209,28 @@ def test_a_converted_checkpoint_loads_into_an_unsharded_run_with_the_same_weight
     assert_equal(read_checkpoint(tmp_path / "cli.pt")["state"]["model"], job[0]["plain"])
 
 
+@pytest.mark.dist
+def test_a_sharded_checkpoint_in_an_object_store_converts_from_its_url(job, tmp_path, s3_env, capsys):
+    from composer.utils.object_store import ObjectStoreURL, RemoteCheckpointFolder
+
+    source = job["folder"] / "sharded" / "ep1-ba12"
+    bucket = s3_env.create_bucket("convert")
+    options = {"endpoint_url": s3_env.endpoint_url, "local_folder": str(tmp_path / "upload")}
+    store = RemoteCheckpointFolder.open(ObjectStoreURL(bucket, "run"), options, "save_folder", write=True)
+    files = sorted(p.name for p in source.iterdir())
+    store.upload_files(source, "ep1-ba12", [f for f in files if f != "composer.pt"] + ["composer.pt"])
+    url = f"s3://{bucket}/run/ep1-ba12"
+    out = tmp_path / "from-store.pt"
+    argv = ["checkpoint", "convert", url, str(out), "--endpoint-url", s3_env.endpoint_url]
+    assert composer_main(argv) == 0
+    assert f"wrote {out}" in capsys.readouterr().out
+    assert_equal(read_checkpoint(out)["state"]["model"], job[0]["plain"])
+    # A folder whose upload never finished (no composer.pt) is refused by name, with exit status 2.
+    s3_env.client().delete_object(Bucket=bucket, Key="run/ep1-ba12/composer.pt")
+    assert composer_main(argv) == 2
+    assert "its upload never finished" in capsys.readouterr().err
+
+
 # ---- damaged and misused checkpoints ----------------------------------------------------------------------------------
 
 
