@@ -130,12 +130,6 @@ class Checkpointing:
                 load_path = None
             else:
                 load_path = location
-        if sharded and self._remote_load is not None:
-            raise ValueError(
-                f"load_path={redact(str(self._remote_load[0].url.join(self._remote_load[1])))!r} is in an object "
-                "store, and loading a sharded checkpoint from one is done by autoresume only: pass the run's "
-                "save_folder with autoresume=True, or download the folder and pass its local path."
-            )
         self.sharded = sharded
         if sharded:  # a sharded checkpoint is a folder: the default names without the file suffix
             save_filename = SHARDED_FILENAME if save_filename == FILENAME else save_filename
@@ -226,6 +220,11 @@ class Checkpointing:
                 _warn_if_inexact(state)
                 return path
             log.info("autoresume: no checkpoint in %s to resume from; training from the start.", self.save_folder)
+        if self.sharded and self._remote_load is not None:
+            # A sharded checkpoint's folder in the store: checked complete, downloaded by each node's first rank and
+            # verified, then loaded like a local one.
+            remote, name = self._remote_load
+            self.load_path, self._remote_load = self._download_sharded(state, name, remote), None
         if self.load_path is not None or self._remote_load is not None:
             path, checkpoint = self._read_load_path()
             restore_checkpoint(
@@ -330,10 +329,11 @@ class Checkpointing:
             return (path, checkpoint), refused
         return None, refused
 
-    def _download_sharded(self, state: State, name: str) -> Path:
-        """The sharded checkpoint ``name`` (chosen by rank 0) downloaded from the store into each node's local folder
-        by the node's first rank, verified; a collective. Returns this rank's local path of it."""
-        remote = self.remote
+    def _download_sharded(self, state: State, name: str, remote: RemoteCheckpointFolder | None = None) -> Path:
+        """The sharded checkpoint ``name`` (chosen by rank 0, or named by ``load_path``) downloaded from the store
+        (``save_folder``'s, or ``remote``) into each node's local folder by the node's first rank, verified; a
+        collective. Returns this rank's local path of it."""
+        remote = remote if remote is not None else self.remote
         assert remote is not None
         problem = None
         if dist.get_local_rank() == 0:

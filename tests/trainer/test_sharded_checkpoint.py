@@ -209,16 +209,46 @@ def test_a_converted_checkpoint_loads_into_an_unsharded_run_with_the_same_weight
     assert_equal(read_checkpoint(tmp_path / "cli.pt")["state"]["model"], job[0]["plain"])
 
 
-@pytest.mark.dist
-def test_a_sharded_checkpoint_in_an_object_store_converts_from_its_url(job, tmp_path, s3_env, capsys):
+def upload_sharded(server, source: Path, tmp_path: Path) -> str:
+    """Uploads the sharded checkpoint folder ``source`` to a new bucket as ``run/<its name>`` as a run would (each
+    file with its SHA-256, composer.pt last); returns the bucket."""
     from composer.utils.object_store import ObjectStoreURL, RemoteCheckpointFolder
 
-    source = job["folder"] / "sharded" / "ep1-ba12"
-    bucket = s3_env.create_bucket("convert")
-    options = {"endpoint_url": s3_env.endpoint_url, "local_folder": str(tmp_path / "upload")}
+    bucket = server.create_bucket("sharded")
+    options = {"endpoint_url": server.endpoint_url, "local_folder": str(tmp_path / "upload")}
     store = RemoteCheckpointFolder.open(ObjectStoreURL(bucket, "run"), options, "save_folder", write=True)
     files = sorted(p.name for p in source.iterdir())
-    store.upload_files(source, "ep1-ba12", [f for f in files if f != "composer.pt"] + ["composer.pt"])
+    store.upload_files(source, source.name, [f for f in files if f != "composer.pt"] + ["composer.pt"])
+    return bucket
+
+
+@pytest.mark.dist
+def test_a_sharded_load_path_in_an_object_store_resumes_like_the_local_folder(job, one_rank, tmp_path, s3_env):
+    bucket = upload_sharded(s3_env, job["folder"] / "sharded" / "ep1-ba8", tmp_path)
+    group_of_one(tmp_path)
+    try:
+        model = worker.make_model(seed=7)
+        trainer = make_trainer(
+            model,
+            one_rank_loader(),
+            fsdp_config=SHARDED,
+            load_path=f"s3://{bucket}/run/ep1-ba8",
+            storage_options={"endpoint_url": s3_env.endpoint_url, "local_folder": str(tmp_path / "download")},
+        )
+        assert int(trainer.state.timer.batch) == 8
+        assert trainer.checkpointing.loaded_path == tmp_path / "download" / "ep1-ba8"
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "was saved by 2 ranks")
+            trainer.fit()
+        assert_close(full_model_state_dict(model), one_rank["final"])  # as from the local folder (the test above)
+        trainer.close()
+    finally:
+        torch_dist.destroy_process_group()
+
+
+@pytest.mark.dist
+def test_a_sharded_checkpoint_in_an_object_store_converts_from_its_url(job, tmp_path, s3_env, capsys):
+    bucket = upload_sharded(s3_env, job["folder"] / "sharded" / "ep1-ba12", tmp_path)
     url = f"s3://{bucket}/run/ep1-ba12"
     out = tmp_path / "from-store.pt"
     argv = ["checkpoint", "convert", url, str(out), "--endpoint-url", s3_env.endpoint_url]
