@@ -21,16 +21,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from _torchrun import torchrun_command, worker_env  # benchmarks/_torchrun.py, next to this script
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -131,12 +130,6 @@ def worker(args: argparse.Namespace) -> None:
     trainer.close()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=100)
@@ -152,21 +145,8 @@ def main() -> None:
     before = step_times_ms(baseline, args.steps, args.rounds)
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "times.json"
-        command = [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--nproc_per_node=2",
-            "--master_addr=127.0.0.1",
-            f"--master_port={free_port()}",
-            __file__,
-            f"--steps={args.steps}",
-            f"--rounds={args.rounds}",
-            f"--out={out}",
-        ]
-        repo = str(Path(__file__).resolve().parents[1])
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": repo + os.pathsep + os.environ.get("PYTHONPATH", "")}
-        subprocess.run(command, check=True, env=env)
+        command = torchrun_command(__file__, f"--steps={args.steps}", f"--rounds={args.rounds}", f"--out={out}")
+        subprocess.run(command, check=True, env=worker_env())
         ranks = json.loads(out.read_text())
     after = step_times_ms(baseline, args.steps, args.rounds)
     baseline.close()

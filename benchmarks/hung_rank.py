@@ -15,15 +15,14 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
+from _torchrun import torchrun_command, worker_env  # benchmarks/_torchrun.py, next to this script
 from torch.utils.data import DataLoader, TensorDataset
 
 from composer import Trainer
@@ -67,12 +66,6 @@ def worker(args: argparse.Namespace) -> None:
     trainer.fit()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -84,19 +77,8 @@ def alive(pid: int) -> bool:
 def one_run(args: argparse.Namespace) -> tuple[float, float, bool, list[int]]:
     """(seconds from the hang to torchrun's exit, and to the first rank's decision to end; whether the output names
     rank 1; worker pids still alive)."""
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--nproc_per_node=2",
-        "--master_addr=127.0.0.1",
-        f"--master_port={free_port()}",
-        __file__,
-        f"--timeout={args.timeout}",
-        f"--hang-batch={args.hang_batch}",
-    ]
-    repo = str(Path(__file__).resolve().parents[1])
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": repo + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    command = torchrun_command(__file__, f"--timeout={args.timeout}", f"--hang-batch={args.hang_batch}")
+    env = worker_env()
     # Lines are read as they come, so that the moment the first rank decides to end is known too.
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     lines, decided = [], float("nan")

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,6 +38,7 @@ import urllib.request
 from pathlib import Path
 
 import torch
+from _torchrun import free_port  # benchmarks/_torchrun.py, next to this script
 
 from composer import Callback, Trainer
 from composer.models import ComposerClassifier
@@ -61,12 +61,6 @@ class StepClock(Callback):
     def mean_step(self) -> float:
         steps = [b - a for a, b in zip(self.starts, self.starts[1:])]
         return statistics.fmean(steps)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_moto() -> tuple[subprocess.Popen[bytes], str]:

@@ -20,7 +20,6 @@ import ctypes
 import gc
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,6 +28,7 @@ import time
 from pathlib import Path
 
 import torch
+from _torchrun import torchrun_command, worker_env  # benchmarks/_torchrun.py, next to this script
 from torch.utils.data import DataLoader, TensorDataset
 
 __all__: list[str] = []
@@ -98,12 +98,6 @@ def worker(mode: str, layers: int, width: int, out: Path) -> None:
     trainer.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", type=int, default=10)
@@ -115,23 +109,17 @@ def main() -> int:
         worker(args.worker, args.layers, args.width, args.out)
         return 0
     repo = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "PYTHONPATH": str(repo), "OMP_NUM_THREADS": "1"}
+    env = worker_env()
     size = args.layers * (args.width * args.width + args.width) * 4
     print(f"model: {args.layers} x Linear({args.width}, {args.width}) = {size / MB:.0f} MB of fp32 weights, 2 ranks")
     with tempfile.TemporaryDirectory() as tmp:
         for mode in ("full", "sharded"):
             folder = Path(tmp) / mode
             folder.mkdir()
-            command = [
-                sys.executable,
-                "-m",
-                "torch.distributed.run",
-                "--nproc_per_node=2",
-                "--master_addr=127.0.0.1",
-                f"--master_port={_free_port()}",
-                str(Path(__file__).resolve()),
+            command = torchrun_command(
+                Path(__file__).resolve(),
                 *("--worker", mode, "--out", str(folder), "--layers", str(args.layers), "--width", str(args.width)),
-            ]
+            )
             subprocess.run(command, check=True, env=env, cwd=repo)
             for rank in (0, 1):
                 r = json.loads((folder / f"{mode}-rank{rank}.json").read_text())

@@ -15,6 +15,7 @@ The data and models are built here, and imported by the test for its references.
 
 from __future__ import annotations
 
+import gc
 import shutil
 import sys
 import time
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.distributed as torch_dist
 from torch.utils.data import DataLoader, TensorDataset
 
 from composer import Trainer
@@ -219,6 +221,15 @@ class FailAt(Callback):
             raise RuntimeError(f"injected failure at batch {FAULT_BATCH}")
 
 
+def end_job() -> None:
+    """An orderly end of a worker: its Trainers closed, then every rank waits for the others, then the process group
+    goes. A rank that exits with the group alive while another still uses it (rank 0 also hosts the store) can abort
+    at interpreter exit ("terminate called without an active exception")."""
+    gc.collect()  # Trainers close when collected, not at interpreter exit
+    dist.barrier()
+    torch_dist.destroy_process_group()
+
+
 def main() -> None:
     scenario, folder = sys.argv[1], Path(sys.argv[2])
     if scenario in ("fault", "hang"):
@@ -239,6 +250,7 @@ def main() -> None:
     run_train(out, folder)
     run_dist_utilities(out)
     torch.save(out, folder / f"rank{dist.get_global_rank()}.pt")
+    end_job()
 
 
 if __name__ == "__main__":

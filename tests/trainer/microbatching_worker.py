@@ -19,6 +19,7 @@ from composer import Trainer
 from composer.loggers import InMemoryLogger
 from composer.trainer.microbatching import MicrobatchTooSmallError
 from composer.utils import dist
+from tests.trainer.dist_worker import end_job
 from tests.trainer.test_microbatching import OOMClassifier, loader
 
 PER_RANK_BATCH = 8
@@ -64,6 +65,7 @@ def main() -> None:
     except MicrobatchTooSmallError as error:
         out["too_small"] = str(error)
     torch.save(out, folder / f"rank{rank}.pt")
+    end_job()
 
 
 if __name__ == "__main__":

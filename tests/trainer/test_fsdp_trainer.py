@@ -145,6 +145,7 @@ def main() -> None:
     folder = Path(sys.argv[2])
     out = run_job(folder)
     torch.save(out, folder / f"rank{dist.get_global_rank()}.pt")
+    worker.end_job()
 
 
 # ---- the references and the job ------------------------------------------------------------------------------------

@@ -11,7 +11,6 @@ weights (bitwise, for a resume on the same number of ranks) and tests/trainer/te
 from __future__ import annotations
 
 import datetime
-import gc
 import pickle
 import shutil
 import sys
@@ -90,10 +89,7 @@ def main() -> None:
     folder = Path(sys.argv[2])
     out = run_job(folder)
     torch.save(out, folder / f"rank{dist.get_global_rank()}.pt")
-    # An orderly end: no rank tears down its process group (rank 0 hosts the store) while another still uses it.
-    gc.collect()  # the run's Trainers close here, not at interpreter exit
-    dist.barrier()
-    torch_dist.destroy_process_group()
+    worker.end_job()
 
 
 # ---- one process over a process group of one; the job -----------------------------------------------------------
@@ -259,6 +255,20 @@ def test_a_sharded_checkpoint_in_an_object_store_converts_from_its_url(job, tmp_
     s3_env.client().delete_object(Bucket=bucket, Key="run/ep1-ba12/composer.pt")
     assert composer_main(argv) == 2
     assert "its upload never finished" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("src", "message"),
+    [
+        ("s3://ckpt-bucket", "names a bucket, not a checkpoint folder; give the folder, e.g. s3://ckpt-bucket/run/"),
+        ("gs://ckpt-bucket/run/ep1-ba6", "uses the scheme 'gs://', which is not supported"),
+    ],
+)
+def test_convert_refuses_a_source_url_it_cannot_read_naming_it(src, message, tmp_path, capsys):
+    assert composer_main(["checkpoint", "convert", src, str(tmp_path / "out.pt")]) == 2
+    err = capsys.readouterr().err
+    assert "checkpoint convert SRC" in err and message in err
+    assert not (tmp_path / "out.pt").exists()
 
 
 # ---- damaged and misused checkpoints ----------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ process: the 2-rank checkpoint resumed by autoresume on one rank (2 -> 1).
 
 from __future__ import annotations
 
-import gc
 import os
 import subprocess
 import sys
@@ -90,10 +89,7 @@ def main() -> None:
     folder, endpoint, bucket = Path(sys.argv[2]), sys.argv[3], sys.argv[4]
     out = run_job(folder, endpoint, bucket)
     torch.save(out, folder / f"rank{dist.get_global_rank()}.pt")
-    # An orderly end: no rank tears down its process group (rank 0 hosts the store) while another still uses it.
-    gc.collect()  # the run's Trainers close here, not at interpreter exit
-    dist.barrier()
-    torch_dist.destroy_process_group()
+    worker.end_job()
 
 
 # ---- the job, and damaging the store while it waits -------------------------------------------------------------------

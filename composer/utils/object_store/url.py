@@ -122,8 +122,9 @@ def parse_location(value: str | Path, argument: str) -> Path | ObjectStoreURL:
     Example:
         >>> parse_location("s3://ckpt-bucket/runs/{run_name}/", "save_folder")
         ObjectStoreURL(bucket='ckpt-bucket', prefix='runs/{run_name}')
-        >>> parse_location("file:///tmp/runs", "save_folder").as_posix()
-        '/tmp/runs'
+        >>> folder = Path.cwd() / "runs"
+        >>> parse_location(folder.as_uri(), "save_folder") == folder  # file:// URLs are local paths
+        True
         >>> parse_location("gs://ckpt-bucket/runs", "save_folder")
         Traceback (most recent call last):
         ...
