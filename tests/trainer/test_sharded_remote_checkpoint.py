@@ -4,13 +4,17 @@ One job of two torchrun launchers (``--nnodes 2``, one CPU rank each) runs this 
 bottom). Each node has its own local folder, as machines without a shared disk do, so each rank uploads its own
 shards, and each node downloads the whole folder to resume. The job runs: an uninterrupted sharded run saving to
 ``s3://BUCKET/plain``; a run stopped at batch 8; then, after an unfinished folder (shards, no composer.pt) and a
-folder with a shard of the wrong checksum were put in the store, a resumed run on fresh local folders. In this
-process: the 2-rank checkpoint resumed by autoresume on one rank (2 -> 1).
+folder with a shard of the wrong checksum were put in the store, a resumed run on fresh local folders. Two more
+jobs: rank 1 SIGKILLed while it uploads its shard of batch 8 (the whole job ends), then a fresh job on empty local
+folders that autoresumes from the store. In this process: the 2-rank checkpoint resumed by autoresume on one rank
+(2 -> 1).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -24,6 +28,7 @@ import torch.distributed as torch_dist
 
 from composer.trainer.fsdp import full_model_state_dict
 from composer.utils import dist
+from composer.utils.object_store import S3ObjectStore
 from tests.distributed import launch
 from tests.trainer import dist_worker as worker
 from tests.trainer.test_fsdp_trainer import assert_close, assert_equal, fsdp_trainer, make_trainer, one_rank_loader
@@ -85,10 +90,45 @@ def run_job(folder: Path, endpoint: str, bucket: str) -> dict[str, Any]:
     return out
 
 
+KILLED_UPLOAD = "killed/ep1-ba8/__1_0.distcp"  # rank 1's shard of batch 8
+
+
+def kill_in_upload(name_glob: str) -> None:
+    """SIGKILLs this process once the first bytes of an upload whose key matches ``name_glob`` were sent."""
+    upload = S3ObjectStore.upload
+
+    def killing_upload(self, local_path, key, *, metadata=None, progress=None):  # type: ignore[no-untyped-def]
+        if fnmatch.fnmatch(key, name_glob):
+            progress = lambda sent: os.kill(os.getpid(), signal.SIGKILL)  # noqa: E731
+        return upload(self, local_path, key, metadata=metadata, progress=progress)
+
+    S3ObjectStore.upload = killing_upload  # type: ignore[method-assign]
+
+
+def run_killed_job(folder: Path, endpoint: str, bucket: str, resume: bool) -> dict[str, Any]:
+    """``resume=False``: rank 1 dies inside its upload of batch 8's shard. ``resume=True``: a fresh machine (empty
+    local folders, other initial weights) autoresumes from the store and trains to the end."""
+    rank, node = dist.get_global_rank(), dist.get_node_rank()
+    if not resume and rank == 1:
+        kill_in_upload(KILLED_UPLOAD)
+    local = f"resumed{node}" if resume else f"node{node}/killed"
+    seed = 200 + rank if resume else rank
+    auto = {"run_name": "killed", "autoresume": True}
+    trainer = remote_trainer(worker.make_model(seed=seed), folder, endpoint, bucket, "killed", local, **auto)
+    out: dict[str, Any] = {"loaded": str(trainer.checkpointing.loaded_path), "at": int(trainer.state.timer.batch)}
+    trainer.fit()
+    out["final"] = full_model_state_dict(trainer.state.model)
+    trainer.close()
+    return out
+
+
 def main() -> None:
-    folder, endpoint, bucket = Path(sys.argv[2]), sys.argv[3], sys.argv[4]
-    out = run_job(folder, endpoint, bucket)
-    torch.save(out, folder / f"rank{dist.get_global_rank()}.pt")
+    scenario, folder, endpoint, bucket = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.argv[4]
+    if scenario == "sharded_remote":
+        out = run_job(folder, endpoint, bucket)
+    else:
+        out = run_killed_job(folder, endpoint, bucket, resume=scenario == "resume_killed")
+    torch.save(out, folder / f"{scenario}{dist.get_global_rank()}.pt")
     worker.end_job()
 
 
@@ -106,14 +146,12 @@ def damage(server, bucket: str) -> None:
         client.put_object(Bucket=bucket, Key=f"auto/ep2-ba16/{name}", Body=source["Body"].read(), Metadata=metadata)
 
 
-@pytest.fixture(scope="module")
-def job(s3_server, tmp_path_factory) -> dict[Any, Any]:
-    folder = tmp_path_factory.mktemp("sharded_remote")
-    bucket = s3_server.create_bucket()
+def start_job(scenario: str, s3_server: Any, folder: Path, bucket: str) -> list[subprocess.Popen[str]]:
+    """Starts the two torchrun launchers (one per node) running ``main`` with ``scenario``."""
     port = launch.free_port()
     env = {**launch._env(), **s3_server.environment()}
     env.pop("AWS_PROFILE", None)
-    processes = [
+    return [
         subprocess.Popen(
             [
                 sys.executable,
@@ -125,7 +163,7 @@ def job(s3_server, tmp_path_factory) -> dict[Any, Any]:
                 "--master_addr=127.0.0.1",
                 f"--master_port={port}",
                 __file__,
-                "sharded_remote",
+                scenario,
                 str(folder),
                 s3_server.endpoint_url,
                 bucket,
@@ -138,6 +176,23 @@ def job(s3_server, tmp_path_factory) -> dict[Any, Any]:
         )
         for node in (0, 1)
     ]
+
+
+def finish(processes: list[subprocess.Popen[str]]) -> list[str]:
+    """Waits for both launchers (killing them after ``JOB_TIMEOUT``); returns their output."""
+    try:
+        return [p.communicate(timeout=launch.JOB_TIMEOUT)[0] for p in processes]
+    finally:
+        for p in processes:
+            if p.poll() is None:
+                p.kill()
+
+
+@pytest.fixture(scope="module")
+def job(s3_server, tmp_path_factory) -> dict[Any, Any]:
+    folder = tmp_path_factory.mktemp("sharded_remote")
+    bucket = s3_server.create_bucket()
+    processes = start_job("sharded_remote", s3_server, folder, bucket)
     try:
         for _ in range(launch.JOB_TIMEOUT * 20):
             if (folder / "ready").exists() or any(p.poll() is not None for p in processes):
@@ -146,14 +201,11 @@ def job(s3_server, tmp_path_factory) -> dict[Any, Any]:
         if (folder / "ready").exists():
             damage(s3_server, bucket)
             (folder / "damaged").write_text("")
-        outputs = [p.communicate(timeout=launch.JOB_TIMEOUT)[0] for p in processes]
     finally:
-        for p in processes:
-            if p.poll() is None:
-                p.kill()
+        outputs = finish(processes)
     if any(p.returncode != 0 for p in processes):
         pytest.fail("The 2-node job failed:\n" + "\n".join(o[-6000:] for o in outputs))
-    results = {r: torch.load(folder / f"rank{r}.pt", weights_only=False) for r in (0, 1)}
+    results = {r: torch.load(folder / f"sharded_remote{r}.pt", weights_only=False) for r in (0, 1)}
     return {"folder": folder, "bucket": bucket, "server": s3_server, **results}
 
 
@@ -212,6 +264,26 @@ def test_a_two_rank_checkpoint_in_the_store_resumes_on_one_rank(job, s3_env, tmp
         trainer.close()
     finally:
         torch_dist.destroy_process_group()
+
+
+@pytest.mark.dist
+def test_sigkill_inside_a_shard_upload_then_autoresume_on_fresh_machines_is_bitwise_equal(job, tmp_path):
+    server, bucket = job["server"], job["bucket"]
+    outputs = finish(start_job("killed", server, tmp_path, bucket))
+    assert not (tmp_path / "killed1.pt").exists(), "rank 1 was not killed:\n" + outputs[1][-4000:]
+    assert "SIGKILL" in outputs[1] or "Signals.SIGKILL" in outputs[1] or "-9" in outputs[1], outputs[1][-4000:]
+    # Batch 8's checkpoint never completed: no composer.pt, so it does not count.
+    assert "killed/ep0-ba4/composer.pt" in server.keys(bucket, "killed/")
+    assert "killed/ep1-ba8/composer.pt" not in server.keys(bucket, "killed/")
+
+    processes = start_job("resume_killed", server, tmp_path, bucket)
+    outputs = finish(processes)
+    assert [p.returncode for p in processes] == [0, 0], "\n".join(o[-6000:] for o in outputs)
+    resumed = {r: torch.load(tmp_path / f"resume_killed{r}.pt", weights_only=False) for r in (0, 1)}
+    for rank in (0, 1):  # each node downloaded the newest complete checkpoint into its own empty folder
+        assert Path(resumed[rank]["loaded"]).name == "ep0-ba4" and resumed[rank]["at"] == 4
+        assert Path(resumed[rank]["loaded"]).parent.name == f"resumed{rank}"
+    assert_equal(resumed[0]["final"], job[0]["plain"])  # the full state is gathered on rank 0
 
 
 if __name__ == "__main__":
