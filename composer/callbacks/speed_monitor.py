@@ -21,6 +21,12 @@ class SpeedMonitor(Callback):
     Every batch (BATCH level, at ``BATCH_END``):
 
     * ``time/batch``: seconds of this batch, from the end of the previous batch (so data loading counts);
+    * ``time/data_wait``: the part of ``time/batch`` spent before the batch was ready to train on, from the end of
+      the previous batch to this callback's ``AFTER_DATALOADER`` handler: waiting for the loader, moving the batch to
+      the device, and the methods (and callbacks listed before this one) that transform it at ``AFTER_DATALOADER``;
+    * ``time/data_wait_fraction``: the share of the time waiting for data over the last ``window_size`` batches;
+      near 1 a run is data-bound (more loader workers, or a faster input pipeline, would speed it up), near 0 the
+      model's step is what takes the time;
     * ``throughput/batches_per_sec``, ``throughput/samples_per_sec`` and, when the data counts tokens,
       ``throughput/tokens_per_sec``: over the last ``window_size`` batches;
     * ``time/train``: training seconds since the run began (carried over by checkpoints);
@@ -55,8 +61,8 @@ class SpeedMonitor(Callback):
         if not isinstance(window_size, int) or window_size < 1:
             raise ValueError(f"window_size={window_size!r} must be a positive number of batches, e.g. 100.")
         self.window_size = window_size
-        self._window: deque[tuple[float, int, int]] = deque()
-        self._window_sums = [0.0, 0, 0]  # seconds, samples, tokens in the window
+        self._window: deque[tuple[float, int, int, float]] = deque()
+        self._window_sums = [0.0, 0, 0, 0.0]  # seconds, samples, tokens, seconds waiting for data in the window
         self._train_seconds = 0.0  # training clock, finished intervals
         self._mark: float | None = None  # when the current interval began; None when the clock is stopped
         self._samples_at_mark = 0
@@ -64,12 +70,15 @@ class SpeedMonitor(Callback):
         self._epoch_train_seconds = 0.0
         self._epoch_samples = 0
         self._eval_started_at = 0.0
+        self._data_wait = 0.0  # of the current batch
 
     def metric_names(self, state: State) -> list[str]:
         """The names this callback logs (for stoppers that check names before training)."""
         del state
         return [
             "time/batch",
+            "time/data_wait",
+            "time/data_wait_fraction",
             "throughput/batches_per_sec",
             "throughput/samples_per_sec",
             "throughput/tokens_per_sec",
@@ -88,7 +97,7 @@ class SpeedMonitor(Callback):
     def fit_start(self, state: State, logger: Logger) -> None:
         del logger
         self._window.clear()
-        self._window_sums = [0.0, 0, 0]
+        self._window_sums = [0.0, 0, 0, 0.0]
         self._epoch_train_seconds = 0.0
         self._epoch_samples = 0  # resumed mid-epoch: only what this fit trains is timed
         self._restart(state)
@@ -98,6 +107,11 @@ class SpeedMonitor(Callback):
         self._epoch_train_seconds = 0.0
         self._epoch_samples = 0
         self._restart(state)
+
+    def after_dataloader(self, state: State, logger: Logger) -> None:
+        del state, logger
+        mark = self._mark
+        self._data_wait = 0.0 if mark is None else time.perf_counter() - mark
 
     def batch_end(self, state: State, logger: Logger) -> None:
         now = time.perf_counter()
@@ -114,24 +128,29 @@ class SpeedMonitor(Callback):
         self._mark = None
         self._samples_at_mark, self._tokens_at_mark = samples, tokens
 
+        data_wait, self._data_wait = self._data_wait, 0.0
         window, sums = self._window, self._window_sums
-        window.append((seconds, num_samples, num_tokens))
+        window.append((seconds, num_samples, num_tokens, data_wait))
         sums[0] += seconds
         sums[1] += num_samples
         sums[2] += num_tokens
+        sums[3] += data_wait
         if len(window) > self.window_size:
             old = window.popleft()
             sums[0] -= old[0]
             sums[1] -= old[1]
             sums[2] -= old[2]
-        logger.metric_batch(lambda: self._batch_values(state, seconds))
+            sums[3] -= old[3]
+        logger.metric_batch(lambda: self._batch_values(state, seconds, data_wait))
 
-    def _batch_values(self, state: State, seconds: float) -> dict[str, float]:
+    def _batch_values(self, state: State, seconds: float, data_wait: float) -> dict[str, float]:
         # Computed only if a destination logs BATCH values now.
         sums = self._window_sums
         window_seconds = max(sums[0], 1e-12)
         values = {
             "time/batch": seconds,
+            "time/data_wait": data_wait,
+            "time/data_wait_fraction": min(1.0, max(0.0, sums[3] / window_seconds)),
             "throughput/batches_per_sec": len(self._window) / window_seconds,
             "throughput/samples_per_sec": sums[1] / window_seconds,
             "time/train": self._train_seconds,

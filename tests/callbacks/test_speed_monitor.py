@@ -1,3 +1,4 @@
+import time
 import types
 
 import pytest
@@ -122,3 +123,85 @@ def test_bad_window_and_hparams():
     with pytest.raises(ValueError, match="window_size=0 must be a positive number of batches"):
         SpeedMonitor(window_size=0)
     assert SpeedMonitorHparams(window_size=5).initialize_object().window_size == 5
+
+
+class SlowLoader:
+    """A loader whose every batch takes ``seconds`` to arrive: on the fake clock, or really (``sleep``)."""
+
+    def __init__(self, batches, seconds, clock=None):
+        self.batches, self.seconds, self.clock = list(batches), seconds, clock
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __iter__(self):
+        for batch in self.batches:
+            if self.clock is None:
+                time.sleep(self.seconds)
+            else:
+                self.clock.now += self.seconds
+            yield batch
+
+
+class Busy(Callback):
+    """The model's step taking ``seconds``: after the batch arrived, on the fake clock or really."""
+
+    def __init__(self, seconds, clock=None):
+        self.seconds, self.clock = seconds, clock
+
+    def batch_start(self, state, logger):
+        if self.clock is None:
+            time.sleep(self.seconds)
+        else:
+            self.clock.now += self.seconds
+
+
+def run_with(loader, callbacks, max_duration="2ep"):
+    torch.manual_seed(0)
+    model = SimpleModel()
+    memory = InMemoryLogger()
+    trainer = Trainer(
+        model=model,
+        train_dataloader=loader,
+        max_duration=max_duration,
+        callbacks=callbacks,
+        loggers=[memory],
+        progress_bar=False,
+    )
+    trainer.fit()
+    trainer.close()
+    return memory
+
+
+def test_data_wait_is_the_time_before_the_batch_is_ready(clock):
+    # 3 s waiting for each batch, then 1 s of work: a data-bound run, 3/4 of every batch spent waiting.
+    loader = SlowLoader(make_dataloader(num_samples=12, batch_size=4), 3.0, clock)
+    monitor = SpeedMonitor(window_size=2)
+    memory = run_with(loader, [monitor, Busy(1.0, clock)])
+    assert memory.values("time/batch") == [4.0] * 6
+    assert memory.values("time/data_wait") == [3.0] * 6  # the first batch of each epoch too
+    assert memory.values("time/data_wait_fraction") == pytest.approx([0.75] * 6)
+
+
+def test_data_wait_fraction_is_over_the_window(clock):
+    class Uneven(Callback):
+        def after_dataloader(self, state, logger):  # listed before the monitor: counts as preparing the batch
+            clock.now += int(state.timer.batch) + 1.0  # batch n waits n + 1 seconds
+
+    memory = run_with(
+        make_dataloader(num_samples=12, batch_size=4), [Uneven(), SpeedMonitor(window_size=2), Busy(1.0, clock)], "3ba"
+    )
+    assert memory.values("time/data_wait") == [1.0, 2.0, 3.0]
+    assert memory.values("time/batch") == [2.0, 3.0, 4.0]
+    assert memory.values("time/data_wait_fraction") == pytest.approx([1 / 2, 3 / 5, 5 / 7])
+
+
+def test_a_sleeping_loader_shows_as_data_wait():
+    # Real sleeps: only lower bounds, which hold however loaded the machine is.
+    batches = make_dataloader(num_samples=12, batch_size=4)
+    data_bound = run_with(SlowLoader(batches, 0.02), [SpeedMonitor()], "3ba")
+    compute_bound = run_with(SlowLoader(batches, 0.0), [SpeedMonitor(), Busy(0.02)], "3ba")
+    for wait, batch in zip(data_bound.values("time/data_wait"), data_bound.values("time/batch"), strict=True):
+        assert 0.02 <= wait <= batch
+    for wait, batch in zip(compute_bound.values("time/data_wait"), compute_bound.values("time/batch"), strict=True):
+        assert batch - wait >= 0.02  # the sleep came after the batch was ready: not data wait
