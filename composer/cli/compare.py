@@ -18,14 +18,26 @@ import dataclasses
 import importlib.util
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from composer.cli.frontier import Point, pareto_frontier, speedup, time_to_reach
+from composer.cli.bootstrap import MIN_PASSES, Interval, bootstrap_intervals, pass_resampler
+from composer.cli.frontier import Point, Speedup, pareto_frontier, speedup, time_to_reach
+from composer.cli.outliers import DEFAULT_FACTOR, RunTime, duration_amount, find_outliers, is_outlier
 from composer.config import ConfigError, load_recipe
 
-__all__ = ["add_parser", "format_table", "measure", "measure_metrics", "plot_pareto", "run_compare"]
+__all__ = [
+    "add_parser",
+    "format_outliers",
+    "format_table",
+    "measure",
+    "measure_metrics",
+    "plot_pareto",
+    "points_from_runs",
+    "rerun_outliers",
+    "run_compare",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,8 +138,14 @@ def run_compare(
     metric: str = "Accuracy",
     overrides: Sequence[str] = (),
     progress: bool | None = None,
+    repeats: int = 1,
+    outlier_factor: float = DEFAULT_FACTOR,
+    reruns: int = 1,
 ) -> tuple[list[Point], list[dict[str, Any]]]:
-    """Runs every (recipe, duration, seed), interleaved by seed; returns the points and the raw runs.
+    """Runs every (recipe, duration) once per pass (a seed of a repeat), pass by pass; returns the points and runs.
+
+    After the passes, runs that :mod:`composer.cli.outliers` flags are rerun (see :func:`rerun_outliers`); the
+    points leave every outlier out.
 
     Args:
         baseline: The baseline recipe.
@@ -138,9 +156,20 @@ def run_compare(
         metric: The evaluation metric.
         overrides: ``key=value`` overrides applied to every recipe.
         progress: Show a progress bar (None: when standard error is a terminal).
+        repeats: How many times to run all the seeds (the passes are ``repeats * len(seeds)``).
+        outlier_factor: A run more than this many times slower (per unit of duration) than the median of its
+            recipe's other runs is an outlier.
+        reruns: How many times an outlier run may be rerun (0: excluded, never rerun).
+
+    Returns:
+        The points, and every run as a dict (``recipe``, ``duration``, ``seed``, ``repeat``, ``seconds``, the metric,
+        ``status``: ``'ok'``, ``'outlier'`` (excluded) or ``'rerun'`` (replaces an outlier), and ``slowdown``: an
+        outlier's time against its siblings' median).
     """
     from tqdm.auto import tqdm
 
+    if repeats < 1:
+        raise ConfigError("--repeats", f"must be at least 1, got {repeats}.")
     plan: list[tuple[Path, str]] = [(baseline, d) for d in baseline_durations]
     for recipe in recipes:
         own = [str(load_recipe(recipe, overrides).max_duration)] if recipe_durations is None else recipe_durations
@@ -148,40 +177,209 @@ def run_compare(
     # Check every recipe before spending time on runs: a mistake in the last one should not wait for the first.
     for recipe, duration in plan:
         load_recipe(recipe, [*overrides, f"max_duration={duration}"])
+        duration_amount(duration)
     for recipe in dict.fromkeys(recipe for recipe, _ in plan):
         measure(recipe, "2ba", seeds[0], metric, overrides)  # untimed warm-up: first-call costs (kernels, caches)
+    paths = {_recipe_name(recipe): recipe for recipe, _ in plan}
+
+    def timed(name: str, duration: str, seed: int) -> tuple[float, float]:
+        return measure(paths[name], duration, seed, metric, overrides)
 
     runs: list[dict[str, Any]] = []
-    total = len(plan) * len(seeds)
+    total = len(plan) * len(seeds) * repeats
     bar = tqdm(total=total, desc="compare", unit="run", disable=None if progress is None else not progress)
-    for seed in seeds:
-        for recipe, duration in plan:
-            bar.set_postfix_str(f"{_recipe_name(recipe)} {duration} seed {seed}")
-            seconds, value = measure(recipe, duration, seed, metric, overrides)
-            runs.append(
-                {"recipe": _recipe_name(recipe), "duration": duration, "seed": seed, "seconds": seconds, metric: value}
-            )
-            bar.update()
-            if bar.disable:  # no bar (not a terminal): one line per run, so a log still shows progress
-                print(
-                    f"compare: run {len(runs)}/{total}: {_recipe_name(recipe)} {duration} seed {seed}: "
-                    f"{seconds:.2f} s, {metric} {value:.4f}",
-                    file=sys.stderr,
-                    flush=True,
-                )
+    for repeat in range(repeats):
+        for seed in seeds:
+            for recipe, duration in plan:
+                bar.set_postfix_str(f"{_recipe_name(recipe)} {duration} seed {seed}")
+                seconds, value = timed(_recipe_name(recipe), duration, seed)
+                runs.append(_record(_recipe_name(recipe), duration, seed, repeat, seconds, metric, value))
+                bar.update()
+                if bar.disable:  # no bar (not a terminal): one line per run, so a log still shows progress
+                    print(
+                        f"compare: run {len(runs)}/{total}: {_recipe_name(recipe)} {duration} seed {seed}: "
+                        f"{seconds:.2f} s, {metric} {value:.4f}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
     bar.close()
+    runs = rerun_outliers(runs, timed, metric, outlier_factor, reruns)
+    return points_from_runs(runs, metric, [(_recipe_name(r), d) for r, d in plan]), runs
+
+
+def _record(
+    recipe: str, duration: str, seed: int, repeat: int, seconds: float, metric: str, value: float
+) -> dict[str, Any]:
+    return {
+        "recipe": recipe,
+        "duration": duration,
+        "seed": seed,
+        "repeat": repeat,
+        "seconds": seconds,
+        metric: value,
+        "status": "ok",
+        "slowdown": "",
+    }
+
+
+def _run_time(run: dict[str, Any]) -> RunTime:
+    return RunTime(run["recipe"], run["duration"], float(run["seconds"]))
+
+
+def rerun_outliers(
+    runs: Sequence[dict[str, Any]],
+    measure_run: Callable[[str, str, int], tuple[float, float]],
+    metric: str = "Accuracy",
+    factor: float = DEFAULT_FACTOR,
+    reruns: int = 1,
+) -> list[dict[str, Any]]:
+    """Flags the outlier runs and reruns each up to ``reruns`` times, until a rerun is within the rule.
+
+    Every run is checked against all the others (:func:`~composer.cli.outliers.find_outliers`); a flagged run gets
+    ``status='outlier'`` and its ``slowdown``. A rerun (same recipe, duration and seed, of the same pass) is checked
+    against the runs that are not outliers: within the rule it is kept with ``status='rerun'``, else it is an outlier
+    too and, while reruns are left, the run is tried again.
+
+    Args:
+        runs: The run records (as :func:`run_compare` makes them); they are not modified.
+        measure_run: Trains ``(recipe, duration, seed)`` and returns (seconds, metric value).
+        metric: The metric's key in the records.
+        factor: The outlier rule's factor.
+        reruns: The most reruns per outlier (0: flag only).
+
+    Returns:
+        The records with the flags, then the reruns.
+
+    Example:
+        >>> runs = [_record("base", d, 0, 0, s, "Accuracy", 0.9) for d, s in [("2ep", 2.0), ("4ep", 4.0), ("6ep", 30.0)]]
+        >>> out = rerun_outliers(runs, lambda recipe, duration, seed: (6.2, 0.9))
+        >>> [(r["duration"], r["seconds"], r["status"], r["slowdown"]) for r in out]
+        [('2ep', 2.0, 'ok', ''), ('4ep', 4.0, 'ok', ''), ('6ep', 30.0, 'outlier', 5.0), ('6ep', 6.2, 'rerun', '')]
+    """
+    if reruns < 0:
+        raise ConfigError("--reruns", f"must be 0 or more, got {reruns}.")
+    records = [{**run, "status": run.get("status") or "ok", "slowdown": run.get("slowdown", "")} for run in runs]
+    flagged = find_outliers([_run_time(run) for run in records], factor)
+    for outlier in flagged:
+        records[outlier.index].update(status="outlier", slowdown=round(outlier.ratio, 2))
+    for outlier in flagged:
+        original = records[outlier.index]
+        for _ in range(reruns):
+            seconds, value = measure_run(original["recipe"], original["duration"], original["seed"])
+            rerun = {**original, "seconds": seconds, metric: value, "status": "rerun", "slowdown": ""}
+            kept = [_run_time(run) for run in records if run["status"] != "outlier"]
+            check = is_outlier(_run_time(rerun), kept, factor)
+            if check is not None:
+                rerun.update(status="outlier", slowdown=round(check.ratio, 2))
+            records.append(rerun)
+            if check is None:
+                break
+    return records
+
+
+def points_from_runs(
+    runs: Sequence[dict[str, Any]], metric: str = "Accuracy", order: Sequence[tuple[str, str]] | None = None
+) -> list[Point]:
+    """The points of the run records, leaving outliers out; each run's pass is its (repeat, seed).
+
+    Args:
+        runs: Run records (``recipe``, ``duration``, ``seed``, ``seconds``, the metric; optional ``repeat`` and
+            ``status``).
+        metric: The metric's key in the records.
+        order: The (recipe, duration) order of the points (default: first appearance). A point whose runs are all
+            outliers is left out.
+
+    Example:
+        >>> runs = [_record("base", "2ep", seed, 0, 1.0 + seed, "Accuracy", 0.9) for seed in (0, 1)]
+        >>> points_from_runs(runs)
+        [Point(recipe='base', duration='2ep', times=[1.0, 2.0], values=[0.9, 0.9], passes=[0, 1])]
+    """
+    pass_of: dict[tuple[int, int], int] = {}
+    for run in runs:
+        pass_of.setdefault((int(run.get("repeat", 0)), int(run["seed"])), len(pass_of))
+    kept = [run for run in runs if run.get("status", "ok") != "outlier"]
+    keys = list(dict.fromkeys((run["recipe"], run["duration"]) for run in runs)) if order is None else list(order)
     points = []
-    for recipe, duration in plan:
-        mine = [r for r in runs if r["recipe"] == _recipe_name(recipe) and r["duration"] == duration]
-        points.append(Point(_recipe_name(recipe), duration, [r["seconds"] for r in mine], [r[metric] for r in mine]))
-    return points, runs
+    for recipe, duration in keys:
+        mine = [run for run in kept if (run["recipe"], run["duration"]) == (recipe, duration)]
+        if mine:
+            points.append(
+                Point(
+                    recipe,
+                    duration,
+                    [float(run["seconds"]) for run in mine],
+                    [float(run[metric]) for run in mine],
+                    [pass_of[(int(run.get("repeat", 0)), int(run["seed"]))] for run in mine],
+                )
+            )
+    return points
 
 
 def _frontier(points: Sequence[Point], baseline: str, scale: _Scale) -> list[tuple[float, float]]:
     return pareto_frontier([(p.time, scale.quality(p.value)) for p in points if p.recipe == baseline])
 
 
-def format_table(points: Sequence[Point], baseline: str, metric: str = "Accuracy", tolerance: float = 0.5) -> str:
+@dataclasses.dataclass(frozen=True)
+class _Reading:
+    """Every figure of the table, from one set of points (the measured ones, or a bootstrap resample)."""
+
+    best: Point
+    target_shown: float
+    reach: float
+    rows: dict[tuple[str, str], Speedup]  # a baseline point on the frontier has 1.00x
+    on_frontier: set[tuple[str, str]]
+    recipes: dict[str, tuple[float, Point] | None]  # time to reach the target on its curve, the fastest point there
+
+    def statistics(self) -> dict[tuple[str, str], float | None]:
+        """The speed-ups the bootstrap resamples: one per row (key: recipe, duration), one per recipe (key: name)."""
+        values: dict[tuple[str, str], float | None] = {key: factor.factor for key, factor in self.rows.items()}
+        for name, reached in self.recipes.items():
+            values[(name, "")] = None if reached is None else self.reach / reached[0]
+        return values
+
+
+def _read(points: Sequence[Point], baseline: str, scale: _Scale, tolerance: float) -> _Reading:
+    frontier = _frontier(points, baseline, scale)
+    frontier_points = set(frontier)
+    rows = {(p.recipe, p.duration): speedup(frontier, p.time, scale.quality(p.value)) for p in points}
+    on_frontier = {
+        (p.recipe, p.duration)
+        for p in points
+        if p.recipe == baseline and (p.time, scale.quality(p.value)) in frontier_points
+    }
+    best = max((p for p in points if p.recipe == baseline), key=lambda p: scale.quality(p.value))
+    shown_best = scale.show(best.value)
+    target_shown = shown_best + tolerance if scale.lower_is_better else shown_best - tolerance
+    target = scale.quality(target_shown / 100.0 if scale.percent else target_shown)
+    reach = time_to_reach(frontier, target)
+    assert reach is not None  # the target is below the frontier's best
+    recipes: dict[str, tuple[float, Point] | None] = {}
+    for name in dict.fromkeys(p.recipe for p in points if p.recipe != baseline):
+        mine = [p for p in points if p.recipe == name]
+        # The recipe's own frontier, interpolated like the baseline's: both curves are read at the target.
+        recipe_reach = time_to_reach(_frontier(mine, name, scale), target)
+        if recipe_reach is None:
+            recipes[name] = None
+        else:
+            fastest = min((p for p in mine if scale.quality(p.value) >= target), key=lambda p: p.time)
+            recipes[name] = (recipe_reach, fastest)
+    return _Reading(best, target_shown, reach, rows, on_frontier, recipes)
+
+
+def _with_interval(text: str, interval: Interval | None) -> str:
+    return text if interval is None else f"{text} {interval}"
+
+
+def format_table(
+    points: Sequence[Point],
+    baseline: str,
+    metric: str = "Accuracy",
+    tolerance: float = 0.5,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+    passes_label: str | None = None,
+) -> str:
     """The comparison as a Markdown table, then the speed-up of each recipe at the baseline's best accuracy.
 
     Each row's speed-up is the baseline frontier's time to reach that row's accuracy over the row's time (``>``: the
@@ -189,12 +387,20 @@ def format_table(points: Sequence[Point], baseline: str, metric: str = "Accuracy
     frontier's fastest point). The summary reads every recipe's curve and the baseline frontier at the same target,
     the baseline's best minus ``tolerance``, interpolating each linearly between measured durations.
 
+    Every speed-up comes with its percentile bootstrap interval over the passes (:mod:`composer.cli.bootstrap`:
+    each resample redraws whole passes and recomputes the frontier, the target and the speed-up). With a single
+    pass (one seed) the table says that no interval can be computed, and shows times without a spread.
+
     Args:
         points: The measured points (the baseline's and the recipes').
         baseline: The baseline recipe's name.
         metric: The metric's name.
         tolerance: How far below the baseline's best (in the shown unit: points of percent for accuracies) a recipe
             may end and still count as reaching it.
+        confidence: The intervals' coverage.
+        resamples: The bootstrap's resamples.
+        seed: Seeds the bootstrap's draws.
+        passes_label: What the passes are, for the method line (default: ``'<n> seeds'``).
 
     Example:
         >>> points = [Point("base", "2ep", [2.0], [0.90]), Point("base", "4ep", [4.0], [0.98]),
@@ -202,50 +408,104 @@ def format_table(points: Sequence[Point], baseline: str, metric: str = "Accuracy
         >>> print(format_table(points, "base"))
         | recipe | duration | time (s) | Accuracy (%) | speed-up |
         |---|---|---|---|---|
-        | base | 2ep | 2.00 ± 0.00 | 90.00 ± 0.00 | frontier |
-        | base | 4ep | 4.00 ± 0.00 | 98.00 ± 0.00 | frontier |
-        | fast | 2ep | 2.00 ± 0.00 | 97.80 ± 0.00 | 1.98x |
+        | base | 2ep | 2.00 | 90.00 | frontier |
+        | base | 4ep | 4.00 | 98.00 | frontier |
+        | fast | 2ep | 2.00 | 97.80 | 1.98x |
         <BLANKLINE>
         Baseline best: 98.00 (base 4ep, 4.00 s). Target (best - 0.5): 97.50, reached by the baseline frontier in 3.88 s.
         - fast: reaches the target in 2.00 s on its curve (2ep measured: 97.80 in 2.00 s): 1.94x faster than the baseline frontier.
+        <BLANKLINE>
+        No interval: each point has 1 run (1 seed), and a bootstrap interval needs at least 2 seeds; rerun with --seeds 0 1 2.
     """
     scale = _Scale.of(metric)
-    frontier = _frontier(points, baseline, scale)
-    on_frontier = {(t, q) for t, q in frontier}
+    measured = _read(points, baseline, scale, tolerance)
+    passes = len({index for p in points for index in p.run_passes})
+
+    resample = pass_resampler(points)
+
+    def resampled(drawn: Sequence[int]) -> dict[tuple[str, str], float | None]:
+        return _read(resample(drawn), baseline, scale, tolerance).statistics()
+
+    keys = list(measured.statistics())
+    intervals = bootstrap_intervals(passes, resampled, keys, resamples=resamples, confidence=confidence, seed=seed)
+    interval = (lambda key: None) if intervals is None else intervals.get
+
     lines = [f"| recipe | duration | time (s) | {scale.label} | speed-up |", "|---|---|---|---|---|"]
     for p in points:
-        if p.recipe == baseline and (p.time, scale.quality(p.value)) in on_frontier:
-            factor = "frontier"
-        else:
-            factor = str(speedup(frontier, p.time, scale.quality(p.value)))
-        lines.append(
-            f"| {p.recipe} | {p.duration} | {p.time:.2f} ± {p.time_std:.2f} | "
-            f"{scale.show(p.value):.2f} ± {scale.show(p.value_std):.2f} | {factor} |"
-        )
-    best = max((p for p in points if p.recipe == baseline), key=lambda p: scale.quality(p.value))
-    shown_best = scale.show(best.value)
-    target_shown = shown_best + tolerance if scale.lower_is_better else shown_best - tolerance
-    target = scale.quality(target_shown / 100.0 if scale.percent else target_shown)
-    reach = time_to_reach(frontier, target)
-    assert reach is not None  # the target is below the frontier's best
+        key = (p.recipe, p.duration)
+        shown = "frontier" if key in measured.on_frontier else _with_interval(str(measured.rows[key]), interval(key))
+        if len(p.times) > 1:
+            time = f"{p.time:.2f} ± {p.time_std:.2f}"
+            value = f"{scale.show(p.value):.2f} ± {scale.show(p.value_std):.2f}"
+        else:  # one run: no spread to show
+            time, value = f"{p.time:.2f}", f"{scale.show(p.value):.2f}"
+        lines.append(f"| {p.recipe} | {p.duration} | {time} | {value} | {shown} |")
+    best = measured.best
     sign = "+" if scale.lower_is_better else "-"
     lines += [
         "",
-        f"Baseline best: {shown_best:.2f} ({best.recipe} {best.duration}, {best.time:.2f} s). Target (best {sign} "
-        f"{tolerance:g}): {target_shown:.2f}, reached by the baseline frontier in {reach:.2f} s.",
+        f"Baseline best: {scale.show(best.value):.2f} ({best.recipe} {best.duration}, {best.time:.2f} s). Target "
+        f"(best {sign} {tolerance:g}): {measured.target_shown:.2f}, reached by the baseline frontier in "
+        f"{measured.reach:.2f} s.",
     ]
-    for name in dict.fromkeys(p.recipe for p in points if p.recipe != baseline):
-        mine = [p for p in points if p.recipe == name]
-        # The recipe's own frontier, interpolated like the baseline's: both curves are read at the target.
-        recipe_reach = time_to_reach(_frontier(mine, name, scale), target)
-        if recipe_reach is None:
+    for name, reached in measured.recipes.items():
+        if reached is None:
             lines.append(f"- {name}: no duration reaches the target.")
             continue
-        fastest = min((p for p in mine if scale.quality(p.value) >= target), key=lambda p: p.time)
+        recipe_reach, fastest = reached
+        factor_text = _with_interval(f"{measured.reach / recipe_reach:.2f}x", interval((name, "")))
         lines.append(
             f"- {name}: reaches the target in {recipe_reach:.2f} s on its curve ({fastest.duration} measured: "
-            f"{scale.show(fastest.value):.2f} in {fastest.time:.2f} s): {reach / recipe_reach:.2f}x faster than the "
+            f"{scale.show(fastest.value):.2f} in {fastest.time:.2f} s): {factor_text} faster than the "
             "baseline frontier."
+        )
+    label = passes_label or f"{passes} seed{'s' if passes != 1 else ''}"
+    lines.append("")
+    if intervals is None:
+        lines.append(
+            f"No interval: each point has 1 run ({label}), and a bootstrap interval needs at least {MIN_PASSES} "
+            "seeds; rerun with --seeds 0 1 2."
+        )
+    else:
+        lines.append(
+            f"Intervals: {confidence:.0%} percentile bootstrap over {label}, {resamples} resamples (seed {seed}): each "
+            f"resample draws {passes} passes with replacement (a pass: one run of every point, in turn) and "
+            "recomputes the frontier, the target and every speed-up."
+        )
+        unreached = {key[0]: i.missing for key, i in intervals.items() if key[1] == "" and i.missing > 0}
+        for name, missing in unreached.items():
+            lines.append(f"- {name} misses the target in {missing:.0%} of the resamples; those count as 0x.")
+    return "\n".join(lines)
+
+
+def format_outliers(runs: Sequence[dict[str, Any]], metric: str = "Accuracy", factor: float = DEFAULT_FACTOR) -> str:
+    """The outlier runs, listed apart with their values and what replaced them ('' when there are none).
+
+    Example:
+        >>> runs = [_record("base", "2ep", 0, 0, 9.0, "Accuracy", 0.9) | {"status": "outlier", "slowdown": 4.5}]
+        >>> print(format_outliers(runs))
+        Outliers, excluded from every figure above (rule: a run taking more than 2x the median time per unit of duration of its recipe's other runs):
+        - base 2ep seed 0: 9.00 s (4.5x the median), Accuracy 0.9000; not replaced.
+    """
+    outliers = [run for run in runs if run.get("status") == "outlier"]
+    if not outliers:
+        return ""
+    lines = [
+        f"Outliers, excluded from every figure above (rule: a run taking more than {factor:g}x the median time per "
+        "unit of duration of its recipe's other runs):"
+    ]
+    for run in outliers:
+        same = (run["recipe"], run["duration"], run["seed"], run.get("repeat", 0))
+        later = [
+            r
+            for r in runs
+            if r.get("status") == "rerun" and (r["recipe"], r["duration"], r["seed"], r.get("repeat", 0)) == same
+        ]
+        replaced = f"rerun in {float(later[0]['seconds']):.2f} s" if later else "not replaced"
+        repeat = f" repeat {run['repeat']}" if int(run.get("repeat", 0)) else ""
+        lines.append(
+            f"- {run['recipe']} {run['duration']} seed {run['seed']}{repeat}: {float(run['seconds']):.2f} s "
+            f"({run['slowdown']}x the median), {metric} {float(run[metric]):.4f}; {replaced}."
         )
     return "\n".join(lines)
 
@@ -347,8 +607,27 @@ def _run(args: argparse.Namespace) -> int:
         metric=args.metric,
         overrides=args.override,
         progress=None,
+        repeats=args.repeats,
+        outlier_factor=args.outlier_factor,
+        reruns=args.reruns,
     )
-    table = format_table(points, _recipe_name(args.baseline), args.metric, args.tolerance)
+    seeds = len(args.seeds)
+    label = (
+        f"{seeds} seeds"
+        if args.repeats == 1
+        else f"{seeds * args.repeats} passes ({seeds} seeds x {args.repeats} repeats)"
+    )
+    table = format_table(
+        points,
+        _recipe_name(args.baseline),
+        args.metric,
+        args.tolerance,
+        confidence=args.confidence,
+        resamples=args.resamples,
+        passes_label=label if seeds * args.repeats > 1 else None,
+    )
+    outliers = format_outliers(runs, args.metric, args.outlier_factor)
+    table = f"{table}\n\n{outliers}" if outliers else table
     written = _write_outputs(args.out, table, runs, points, args)
     print(table)
     print(f"\nWrote {', '.join(str(path) for path in written)}.")
@@ -372,9 +651,27 @@ def add_parser(subparsers: Any) -> None:
         "--recipe-durations", nargs="+", metavar="TIME", help="durations of each recipe (default: its max_duration)"
     )
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="seeds of every point (default 0 1 2)")
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="run all the seeds this many times (passes: seeds x repeats; default 1)"
+    )
     parser.add_argument("--metric", default="Accuracy", help="evaluation metric (default Accuracy)")
     parser.add_argument("--tolerance", type=float, default=0.5, help="points below the baseline's best that count")
     parser.add_argument("-o", "--override", action="append", default=[], metavar="KEY=VALUE", help="for every recipe")
     parser.add_argument("--out", type=Path, default=Path("compare"), help="folder for the outputs (default ./compare)")
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument(
+        "--confidence", type=float, default=0.95, help="coverage of the bootstrap intervals (default 0.95)"
+    )
+    parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    parser.add_argument(
+        "--outlier-factor",
+        type=float,
+        default=DEFAULT_FACTOR,
+        metavar="K",
+        help="a run taking more than K times the median time per unit of duration of its recipe's other runs is an "
+        f"outlier (default {DEFAULT_FACTOR:g})",
+    )
+    parser.add_argument(
+        "--reruns", type=int, default=1, help="times an outlier run is rerun before it is left out (default 1)"
+    )
     parser.set_defaults(run=_run)

@@ -8,6 +8,7 @@ Quality is higher-is-better here; pass a negated loss for a lower-is-better metr
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import statistics
@@ -26,6 +27,8 @@ class Point:
         duration: The training duration (``'8ep'``).
         times: Wall-clock training time of each seed's run, in seconds.
         values: The quality (higher is better) of each seed's run.
+        passes: The pass (of ``composer compare``: one per seed and repeat) each run belongs to; None: run ``i`` is
+            of pass ``i``. The bootstrap (:mod:`composer.cli.bootstrap`) resamples whole passes.
 
     Example:
         >>> p = Point("baseline", "4ep", times=[10.0, 12.0], values=[0.97, 0.98])
@@ -37,13 +40,19 @@ class Point:
     duration: str
     times: tuple[float, ...] | list[float]
     values: tuple[float, ...] | list[float]
+    passes: tuple[int, ...] | list[int] | None = None
 
     @property
+    def run_passes(self) -> list[int]:
+        """The pass of each run."""
+        return list(range(len(self.times))) if self.passes is None else list(self.passes)
+
+    @functools.cached_property
     def time(self) -> float:
         """Mean time over the seeds."""
         return statistics.fmean(self.times)
 
-    @property
+    @functools.cached_property
     def value(self) -> float:
         """Mean quality over the seeds."""
         return statistics.fmean(self.values)
