@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
-from torchmetrics import Metric
 
 from composer.core.data_spec import Batch
+
+if TYPE_CHECKING:  # torchmetrics is imported by the models that build metrics, not by the Trainer's import
+    from torchmetrics import Metric
 
 __all__ = ["ComposerModel"]
 

@@ -1,0 +1,52 @@
+"""Start-up: the commands that need no torch do not import it (``composer --help``, ``list``, ``<cmd> --help``).
+
+Each case runs the command's ``main`` in a fresh interpreter and inspects ``sys.modules`` afterwards; a subprocess
+costs a few hundred milliseconds because nothing heavy is imported.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("torch", "torchmetrics", "torchvision", "transformers", "numpy", "matplotlib")
+
+_PROBE = """
+import contextlib, io, json, sys
+from composer.cli.__main__ import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+    try:
+        code = main(sys.argv[1:])
+    except SystemExit as exit:  # argparse's --help
+        code = exit.code
+print(json.dumps({"code": code, "out": out.getvalue(), "modules": sorted(sys.modules)}))
+"""
+
+
+def _run(*argv: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", _PROBE, *argv], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["list"],
+        ["list", "algorithms"],
+        ["train", "--help"],
+        ["eval", "--help"],
+        ["compare", "--help"],
+        ["launch", "--help"],
+        ["checkpoint", "--help"],
+    ],
+)
+def test_help_and_list_import_no_torch(argv):
+    result = _run(*argv)
+    assert result["code"] == 0 and result["out"]
+    imported = [name for name in HEAVY if name in result["modules"]]
+    assert imported == [], f"composer {' '.join(argv)} imported {imported}"
