@@ -266,6 +266,20 @@ def _fsdp_problems(values: Mapping[str, Any]) -> list[ConfigError]:
     return []
 
 
+def _profiler_problems(values: Mapping[str, Any]) -> list[ConfigError]:
+    """``profiler``'s keys and values."""
+    from composer.trainer.profiler import Profiler
+
+    config = values.get("profiler")
+    if not isinstance(config, Mapping):
+        return []
+    try:
+        Profiler.from_dict(config)
+    except (ValueError, TypeError) as error:
+        return [ConfigError("profiler", f"received {dict(config)!r}: {error}")]
+    return []
+
+
 def _named_problems(values: Mapping[str, Any]) -> list[ConfigError]:
     """The precision and the distributed strategy: names from a fixed set."""
     from composer.trainer.distributed import DDPSyncStrategy
@@ -337,6 +351,7 @@ def value_problems(values: Mapping[str, Any]) -> list[ConfigError]:
     problems += _positive_number(values, "dist_timeout", "seconds to wait for the other processes", "300.0")
     problems += _device_problems(values)
     problems += _fsdp_problems(values)
+    problems += _profiler_problems(values)
     problems += _named_problems(values)
     algorithms = values.get("algorithms")
     if isinstance(algorithms, Mapping):

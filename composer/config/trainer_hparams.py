@@ -264,7 +264,8 @@ class TrainerHparams(Hparams):
     ``load_ignore_keys``, ``autoresume`` and ``storage_options`` (for ``s3://`` locations), and for runs launched on
     several processes ``dist_timeout``, ``ddp_sync_strategy``, ``find_unused_parameters`` and ``fsdp_config`` (a
     mapping of :class:`~composer.trainer.fsdp.FSDPConfig` fields); and ``check_finite`` (stop on a NaN or infinite loss and
-    never checkpoint non-finite weights; false for runs that handle them themselves).
+    never checkpoint non-finite weights; false for runs that handle them themselves); and ``profiler`` (true, or a
+    mapping of :class:`~composer.trainer.profiler.Profiler` fields: ``{active: 3, folder: prof/{run_name}}``).
     """
 
     model: ModelHparams
@@ -310,6 +311,7 @@ class TrainerHparams(Hparams):
     find_unused_parameters: bool | None = None
     fsdp_config: dict[str, Any] | None = None
     check_finite: bool = True
+    profiler: dict[str, Any] | bool | None = None
 
     def validate(self) -> None:
         """Checks sizes, ranges, times, names, the methods' composition, and each named entry's class.

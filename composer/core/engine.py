@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import operator
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from composer.core.logging.logger import Logger
     from composer.core.state import State
 
-__all__ = ["Engine", "Trace", "Traces"]
+__all__ = ["Engine", "Instrument", "Trace", "Traces"]
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,27 @@ Traces = dict[str, Trace]
 
 _Bound = Callable[[Event, "State", "Logger"], Any]
 
+Instrument = Callable[[str, Callable[..., Any]], Callable[..., Any]]
+"""Wraps a callable in a named range: ``instrument(name, fn)`` returns a callable that does what ``fn`` does.
+
+The :class:`Engine` hands it every event (``"event/BATCH_START"``), every algorithm's ``apply``
+(``"algorithm/MixUp/AFTER_DATALOADER"``) and every callback handler (``"callback/SpeedMonitor/BATCH_END"``) once, when
+it plans the event, never per call. The Trainer's profiler passes one that opens a ``torch.profiler`` range and times
+it; an Engine without one wraps nothing.
+
+Example:
+    >>> calls = []
+    >>> def instrument(name, fn):
+    ...     def wrapped(*args):
+    ...         calls.append(name)
+    ...         return fn(*args)
+    ...     return wrapped
+    >>> engine = Engine(state, instrument=instrument)
+    >>> _ = engine.run_event("fit_start")
+    >>> calls
+    ['event/FIT_START']
+"""
+
 
 def _bind(method: Callable[..., Any], abstract_order: tuple[str, ...]) -> _Bound:
     """Adapts ``method`` to be called as ``f(event, state, logger)``, binding its parameters by name.
@@ -80,6 +102,16 @@ def _bind(method: Callable[..., Any], abstract_order: tuple[str, ...]) -> _Bound
     count = len(abstract_order) if takes_varargs else min(len(names), len(abstract_order))
     positions = tuple(_ARG_NAMES.index(n) for n in abstract_order[:count])
     return lambda e, s, lg: method(*((e, s, lg)[i] for i in positions))
+
+
+def _run_callback_event(callback: Callback, event: Event, state: State, logger: Logger) -> None:
+    callback.run_event(event, state, logger)
+
+
+def _owner(call: Callable[..., Any]) -> object:
+    """The callback whose handler ``call`` is (a bound method or a partial of it, maybe wrapped by an instrument)."""
+    call = inspect.unwrap(call)
+    return call.args[0] if isinstance(call, functools.partial) else getattr(call, "__self__", None)
 
 
 def _instance_names(algorithms: Sequence[Algorithm]) -> dict[int, str]:
@@ -126,6 +158,10 @@ class Engine:
     Args:
         state (State): The training state; its ``algorithms`` and ``callbacks`` are read at every event.
         logger (Logger, optional): Handed to algorithms and callbacks. Defaults to a logger with no destinations.
+        instrument (Instrument, optional): Wraps each event, algorithm ``apply`` and callback handler in a named range
+            (the profiler's). Chosen here, once: an Engine without it runs exactly what it would otherwise run, and
+            with it every event is run and wrapped, even one nobody handles (``listening`` stays True), so that the
+            trace shows the whole loop.
 
     Attributes:
         traces (Traces): The latest :class:`Trace` of each algorithm at each event, over the whole run.
@@ -134,7 +170,7 @@ class Engine:
             call would do nothing.
     """
 
-    def __init__(self, state: State, logger: Logger | None = None) -> None:
+    def __init__(self, state: State, logger: Logger | None = None, instrument: Instrument | None = None) -> None:
         if logger is None:
             from composer.core.logging.logger import Logger
 
@@ -155,6 +191,20 @@ class Engine:
         for watched in (self._algorithms, self._callbacks):
             if isinstance(watched, WatchedList):
                 watched.watchers.append(self._lists_changed)
+        self._instrument = instrument
+        if instrument is not None:
+            # Decided once: an Engine without an instrument keeps the plain run_event, with no check per call.
+            runs = {e: instrument(f"event/{e.name}", functools.partial(Engine.run_event, self, e)) for e in Event}
+            listening = self.listening
+
+            def run_instrumented(event: Event | str) -> Traces:
+                if type(event) is not Event:
+                    event = Event(event)
+                traces: Traces = runs[event]()
+                listening[event] = True  # the trainer keeps calling it, so that every event shows in the trace
+                return traces
+
+            self.run_event = run_instrumented  # type: ignore[method-assign]
 
     def run_event(self, event: Event | str) -> Traces:
         """Runs the algorithms and callbacks for ``event``.
@@ -196,8 +246,7 @@ class Engine:
             try:
                 call(state, logger)
             except Exception as e:
-                owner = getattr(call, "__self__", None)
-                e.add_note(f"Raised by callback {type(owner).__name__} at Event.{event.name}.")
+                e.add_note(f"Raised by callback {type(_owner(call)).__name__} at Event.{event.name}.")
                 raise
         if event is Event.INIT:  # at INIT the callbacks run first, so that loggers exist before algorithms log
             traces = self._run_algorithms(plan, event, state, logger)
@@ -226,17 +275,25 @@ class Engine:
 
     def _make_plan(self, event: Event, algorithms: Sequence[Algorithm], callbacks: Sequence[Callback]) -> _Plan:
         names = _instance_names(algorithms)
+        instrument = self._instrument
         ordered: list[tuple[str, _Bound, _Bound]] = []
         for algorithm in order_algorithms(algorithms, event):
             _, match, apply = self._bind_algorithm(algorithm)
-            ordered.append((names[id(algorithm)], match, apply))
+            name = names[id(algorithm)]
+            if instrument is not None:
+                apply = instrument(f"algorithm/{name}/{event.name}", apply)
+            ordered.append((name, match, apply))
         calls: list[Callable[..., Any]] = []
         for callback in callbacks:
             cls = type(callback)
+            call: Callable[..., Any]
             if cls.run_event is not Callback.run_event:
-                calls.append(lambda s, lg, cb=callback: cb.run_event(event, s, lg))
+                call = functools.partial(_run_callback_event, callback, event)
             elif getattr(cls, event.value) is not getattr(Callback, event.value):
-                calls.append(getattr(callback, event.value))
+                call = getattr(callback, event.value)
+            else:
+                continue
+            calls.append(call if instrument is None else instrument(f"callback/{cls.__name__}/{event.name}", call))
         return _Plan(tuple(algorithms), tuple(callbacks), ordered, calls)
 
     def _bind_algorithm(self, algorithm: Algorithm) -> tuple[Algorithm, _Bound, _Bound]:

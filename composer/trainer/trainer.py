@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -50,6 +51,7 @@ from composer.trainer.fsdp import FSDPConfig
 from composer.trainer.microbatching import Microbatching, is_out_of_memory, join_outputs
 from composer.trainer.parallelism import Parallelism
 from composer.trainer.precision import make_grad_scaler, precision_context
+from composer.trainer.profiler import Profiler, ProfilerSession, resolve_profiler
 from composer.trainer.schedulers import TrainerSchedulers
 from composer.utils.checkpoint import save_checkpoint
 from composer.utils.module_surgery import update_optimizer_params
@@ -161,6 +163,12 @@ class Trainer:
             per microbatch). With ``precision='amp'`` too: the grad scaler skips steps whose gradients overflow,
             but a non-finite loss is the forward pass overflowing. False turns both off, for runs that handle
             non-finite values themselves.
+        profiler (Profiler | Mapping | bool, optional): Profile every ``fit`` with ``torch.profiler``: each event,
+            algorithm ``apply``, callback handler, dataloader wait, forward, loss, backward and optimizer step in a
+            named range; Chrome/Perfetto traces per rank on the config's wait/warmup/active/repeat schedule; at the
+            end a summary of where the time went, printed and saved with a bar chart. A
+            :class:`~composer.trainer.profiler.Profiler`, a mapping of its fields, or True for its defaults. Off
+            (None), nothing is wrapped and no step pays for it. See :mod:`composer.trainer.profiler`.
 
     Launched with ``torchrun`` (``WORLD_SIZE`` > 1), the Trainer trains on all processes together: batch sizes are per
     rank, the timer counts the samples and tokens of all ranks, each rank reads its share of the data, gradients are
@@ -242,6 +250,7 @@ class Trainer:
         find_unused_parameters: bool | None = None,
         fsdp_config: FSDPConfig | Mapping[str, Any] | None = None,
         check_finite: bool = True,
+        profiler: Profiler | Mapping[str, Any] | bool | None = None,
     ) -> None:
         arguments = dict(locals())  # the run's config, saved in checkpoints
         if not isinstance(model, ComposerModel):
@@ -340,7 +349,16 @@ class Trainer:
             self.state.callbacks.insert(len(destinations), DeferredNaNMonitor())
         self._model = model  # typed handle on state.model (which algorithms may not replace wholesale)
         self.logger = Logger(self.state, destinations)
-        self.engine = Engine(self.state, self.logger)
+        profiler_config = resolve_profiler(profiler)
+        if profiler_config is not None:
+            arguments["profiler"] = profiler_config.to_dict()
+        # Profiling or not is decided here, once: without a profiler nothing below is wrapped.
+        self.profiler = (
+            None
+            if profiler_config is None
+            else ProfilerSession(profiler_config, self.run_name, self.state.rank, self.device.type == "cuda")
+        )
+        self.engine = Engine(self.state, self.logger, None if self.profiler is None else self.profiler.wrap)
 
         # For scripts that never call close(): close once when this Trainer is collected or the interpreter exits.
         # The finalizer holds the engine, never the Trainer (nothing the engine reaches refers back to it).
@@ -378,6 +396,14 @@ class Trainer:
                 seed=self.seed,
                 load=lambda: self.checkpointing.load(self.state),
             )
+            # The training step's stages; profiled, each runs in its named range.
+            stage = _unranged if self.profiler is None else self.profiler.wrap
+            self._forward = stage("trainer/forward", model if self.ddp_model is None else self.ddp_model)
+            self._loss = stage("trainer/loss", model.loss)
+            self._backward = stage("trainer/backward", torch.Tensor.backward)
+            self._batches = _unchanged if self.profiler is None else self.profiler.batches
+            if self.profiler is not None:
+                self._train_batch = self.profiler.step(self._train_batch)  # type: ignore[method-assign,assignment]
             # grad_accum='auto': under DDP the attempt syncs nothing; the gradients are averaged once the ranks agree.
             self._microbatching = Microbatching(
                 auto=auto_microbatching,
@@ -431,7 +457,8 @@ class Trainer:
             state.max_duration = state.timer.get(extra.unit) + extra
         state.stop_reason = None
         try:
-            with self.parallel.running(state.timer):  # launched: the rank that raised or stopped answering is named
+            profiling = contextlib.nullcontext() if self.profiler is None else self.profiler.recording(state)
+            with self.parallel.running(state.timer), profiling:  # launched: names the rank that raised or hung
                 self._fit_loop()
         except BaseException:
             self.close()
@@ -456,7 +483,7 @@ class Trainer:
                 engine.run_event(Event.EPOCH_START)
             num_batches = 0
             self.parallel.set_epoch(self._train_spec.dataloader, state.timer.epoch.value)
-            for batch in epoch_batches(state, self._train_spec.dataloader, state.steps_per_epoch):
+            for batch in self._batches(epoch_batches(state, self._train_spec.dataloader, state.steps_per_epoch)):
                 num_batches += 1
                 self._train_batch(batch)
                 if self._run_over():
@@ -594,8 +621,7 @@ class Trainer:
         With ``full_samples`` (one of several microbatches), the loss is weighted by the microbatch's share of them.
         """
         state, engine, listening, scaler = self.state, self.engine, self.engine.listening, self.state.scaler
-        ddp_model = self.parallel.ddp_model
-        forward = state.model if ddp_model is None else ddp_model  # DDP's forward prepares its all-reduce
+        forward = self._forward  # the model, or DDP's wrapper of it (its forward prepares the all-reduce)
         if listening[Event.BEFORE_FORWARD]:
             engine.run_event(Event.BEFORE_FORWARD)
         if self._autocast is None:
@@ -608,10 +634,10 @@ class Trainer:
         if listening[Event.BEFORE_LOSS]:
             engine.run_event(Event.BEFORE_LOSS)
         if self._autocast is None:
-            state.loss = self._model.loss(state.outputs, state.batch)
+            state.loss = self._loss(state.outputs, state.batch)
         else:
             with self._autocast():
-                state.loss = self._model.loss(state.outputs, state.batch)
+                state.loss = self._loss(state.outputs, state.batch)
         if full_samples is not None:
             # Weight by sample count so uneven microbatches add up to the full batch's mean loss.
             state.loss = _weighted(state.loss, state.batch_num_samples / full_samples)
@@ -620,7 +646,7 @@ class Trainer:
         if listening[Event.BEFORE_BACKWARD]:
             engine.run_event(Event.BEFORE_BACKWARD)
         loss = state.loss if isinstance(state.loss, torch.Tensor) else _sum_losses(state.loss)
-        (scaler.scale(loss) if scaler is not None else loss).backward(create_graph=self._create_graph)
+        self._backward(scaler.scale(loss) if scaler is not None else loss, create_graph=self._create_graph)
         if listening[Event.AFTER_BACKWARD]:
             engine.run_event(Event.AFTER_BACKWARD)
         return loss.detach()
@@ -810,6 +836,16 @@ class Trainer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _unranged(name: str, fn: Any) -> Any:
+    """Not profiling: ``fn`` itself, run as it is."""
+    del name
+    return fn
+
+
+def _unchanged(batches: Any) -> Any:
+    return batches
 
 
 def _weighted(loss: Any, weight: float) -> Any:

@@ -31,6 +31,7 @@ from composer import Trainer
 from composer.algorithms import LayerFreezing
 from composer.core import Callback
 from composer.loggers import InMemoryLogger
+from composer.trainer.profiler import Profiler
 from composer.utils import dist
 from tests.common import SimpleModel
 
@@ -184,6 +185,14 @@ def run_train(out: dict[str, Any], folder: Path) -> None:
     out["freeze_find_unused"] = trainer.ddp_model.find_unused_parameters  # type: ignore[union-attr]
     trainer.fit()
     out["freeze"] = {"weights": weights(model), "requires_grad": [p.requires_grad for p in model.parameters()]}
+
+    # The profiler: each rank writes its own trace and summary (tests/trainer/test_profiler.py).
+    model = make_model(seed=rank)
+    profiler = Profiler(wait=0, warmup=1, active=2, folder=str(folder / "profile"), print_summary=False)
+    trainer = trainer_for(model, max_duration="3ba", profiler=profiler)
+    trainer.fit()
+    assert trainer.profiler is not None
+    out["profile"] = {"traces": [path.name for path in trainer.profiler.traces]}
 
 
 def run_dist_utilities(out: dict[str, Any]) -> None:
