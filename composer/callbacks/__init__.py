@@ -5,6 +5,12 @@ Callbacks never change the training state; the stoppers end a run through ``stat
 
 from __future__ import annotations
 
+from composer.callbacks.activation_monitor import (
+    ActivationMonitor,
+    ActivationMonitorHparams,
+    activation_stats,
+    select_modules,
+)
 from composer.callbacks.checkpoint_saver import CheckpointSaver, CheckpointSaverHparams
 from composer.callbacks.early_stopper import EarlyStopper, EarlyStopperHparams
 from composer.callbacks.grad_monitor import GradMonitor, GradMonitorHparams, grad_norms
@@ -13,6 +19,14 @@ from composer.callbacks.lr_monitor import LRMonitor, LRMonitorHparams
 from composer.callbacks.memory_monitor import MemoryMonitor, MemoryMonitorHparams, memory_usage
 from composer.callbacks.metric_stopper import MetricStopper, infer_mode, known_metric_names
 from composer.callbacks.nan_monitor import NaNMonitor, NaNMonitorHparams, NonFiniteLossError
+from composer.callbacks.optimizer_monitor import (
+    OptimizerMonitor,
+    OptimizerMonitorHparams,
+    optimizer_norms,
+    parameter_updates,
+    snapshot_parameters,
+    tensor_norms,
+)
 from composer.callbacks.speed_monitor import SpeedMonitor, SpeedMonitorHparams
 from composer.callbacks.threshold_stopper import ThresholdStopper, ThresholdStopperHparams
 from composer.core.callback import Callback
@@ -21,6 +35,8 @@ from composer.core.hparams import Hparams
 __all__ = [
     "CALLBACKS",
     "CALLBACK_HPARAMS",
+    "ActivationMonitor",
+    "ActivationMonitorHparams",
     "Callback",
     "CheckpointSaver",
     "CheckpointSaverHparams",
@@ -38,19 +54,28 @@ __all__ = [
     "NaNMonitor",
     "NaNMonitorHparams",
     "NonFiniteLossError",
+    "OptimizerMonitor",
+    "OptimizerMonitorHparams",
     "SpeedMonitor",
     "SpeedMonitorHparams",
     "ThresholdStopper",
     "ThresholdStopperHparams",
+    "activation_stats",
     "grad_norms",
     "infer_mode",
     "known_metric_names",
     "log_images",
     "make_image_grid",
     "memory_usage",
+    "optimizer_norms",
+    "parameter_updates",
+    "select_modules",
+    "snapshot_parameters",
+    "tensor_norms",
 ]
 
 CALLBACKS: dict[str, type[Callback]] = {
+    "activation_monitor": ActivationMonitor,
     "checkpoint_saver": CheckpointSaver,
     "early_stopper": EarlyStopper,
     "grad_monitor": GradMonitor,
@@ -58,12 +83,14 @@ CALLBACKS: dict[str, type[Callback]] = {
     "lr_monitor": LRMonitor,
     "memory_monitor": MemoryMonitor,
     "nan_monitor": NaNMonitor,
+    "optimizer_monitor": OptimizerMonitor,
     "speed_monitor": SpeedMonitor,
     "threshold_stopper": ThresholdStopper,
 }
 """The callback registry: each name a recipe's ``callbacks:`` may use, mapped to its class."""
 
 CALLBACK_HPARAMS: dict[str, type[Hparams]] = {
+    "activation_monitor": ActivationMonitorHparams,
     "checkpoint_saver": CheckpointSaverHparams,
     "early_stopper": EarlyStopperHparams,
     "grad_monitor": GradMonitorHparams,
@@ -71,6 +98,7 @@ CALLBACK_HPARAMS: dict[str, type[Hparams]] = {
     "lr_monitor": LRMonitorHparams,
     "memory_monitor": MemoryMonitorHparams,
     "nan_monitor": NaNMonitorHparams,
+    "optimizer_monitor": OptimizerMonitorHparams,
     "speed_monitor": SpeedMonitorHparams,
     "threshold_stopper": ThresholdStopperHparams,
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from composer.callbacks.optimizer_monitor import tensor_norms
 from composer.core.callback import Callback
 from composer.core.hparams import Hparams, hparams
 from composer.core.logging.logger import Logger
@@ -33,11 +34,9 @@ def grad_norms(model: torch.nn.Module, per_layer: bool = False) -> dict[str, tor
     named = [(n, p.grad) for n, p in model.named_parameters() if p.requires_grad and p.grad is not None]
     if not named:
         return {}
-    # One 0-d float32 norm per parameter, on the gradient's device; nothing is copied to the host.
-    norms = [torch.linalg.vector_norm(g.detach(), dtype=torch.float32) for _, g in named]
-    device = norms[0].device
-    total = torch.linalg.vector_norm(torch.stack([n.to(device) for n in norms]))
-    values = {"grad_l2_norm/step": total}
+    # One float32 norm per parameter (a (N,) vector), on the gradients' device; nothing is copied to the host.
+    norms = tensor_norms([g for _, g in named])
+    values = {"grad_l2_norm/step": torch.linalg.vector_norm(norms)}
     if per_layer:
         values.update({f"layer_grad_l2_norm/{name}": norm for (name, _), norm in zip(named, norms)})
     return values

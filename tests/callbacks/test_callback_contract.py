@@ -35,6 +35,7 @@ from tests.loggers.conftest import mlflow_uri
 
 # Registry name -> a factory taking tmp_path (for destinations that write files).
 SETTINGS: dict[str, Any] = {
+    "activation_monitor": lambda tmp: CALLBACKS["activation_monitor"](interval="1ba"),
     "checkpoint_saver": lambda tmp: CALLBACKS["checkpoint_saver"](folder=str(tmp / "ckpt"), save_interval="1ba"),
     "early_stopper": lambda tmp: CALLBACKS["early_stopper"]("loss/train", patience="5ba"),
     "grad_monitor": lambda tmp: CALLBACKS["grad_monitor"](log_layer_grad_norms=True),
@@ -42,6 +43,7 @@ SETTINGS: dict[str, Any] = {
     "lr_monitor": lambda tmp: CALLBACKS["lr_monitor"](),
     "memory_monitor": lambda tmp: CALLBACKS["memory_monitor"](),
     "nan_monitor": lambda tmp: CALLBACKS["nan_monitor"](),
+    "optimizer_monitor": lambda tmp: CALLBACKS["optimizer_monitor"](log_interval="1ba"),
     "speed_monitor": lambda tmp: CALLBACKS["speed_monitor"](window_size=2),
     "threshold_stopper": lambda tmp: CALLBACKS["threshold_stopper"]("loss/train", threshold=-1.0),
     "console": lambda tmp: LOGGERS["console"](log_level="batch", stream=io.StringIO()),
