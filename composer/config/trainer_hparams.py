@@ -54,7 +54,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Self, TypeVar
 
-from pydantic import StrictFloat, StrictInt, StrictStr
+from pydantic import StrictBool, StrictFloat, StrictInt, StrictStr
 
 from composer.callbacks import CALLBACK_HPARAMS
 from composer.config.config_error import ConfigError, suggest
@@ -265,7 +265,9 @@ class TrainerHparams(Hparams):
     several processes ``dist_timeout``, ``ddp_sync_strategy``, ``find_unused_parameters`` and ``fsdp_config`` (a
     mapping of :class:`~composer.trainer.fsdp.FSDPConfig` fields); and ``check_finite`` (stop on a NaN or infinite loss and
     never checkpoint non-finite weights; false for runs that handle them themselves); and ``profiler`` (true, or a
-    mapping of :class:`~composer.trainer.profiler.Profiler` fields: ``{active: 3, folder: prof/{run_name}}``).
+    mapping of :class:`~composer.trainer.profiler.Profiler` fields: ``{active: 3, folder: prof/{run_name}}``); and
+    ``compile_config`` (true, or a mapping of ``torch.compile`` options such as ``{backend: inductor, mode:
+    max-autotune}``, to compile the model's forward; see :mod:`composer.trainer.compilation`).
     """
 
     model: ModelHparams
@@ -312,6 +314,7 @@ class TrainerHparams(Hparams):
     fsdp_config: dict[str, Any] | None = None
     check_finite: bool = True
     profiler: dict[str, Any] | bool | None = None
+    compile_config: StrictBool | dict[str, Any] | None = None
 
     def validate(self) -> None:
         """Checks sizes, ranges, times, names, the methods' composition, and each named entry's class.

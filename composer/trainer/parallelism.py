@@ -146,13 +146,17 @@ class Parallelism:
         find_unused_parameters: bool,
         seed: int,
         load: Callable[[], object],
+        compile_model: Callable[[], object] | None = None,
     ) -> None:
         """Makes ``model`` ready to train on this rank, calling ``load`` when its parameters are final.
 
-        In order: the model goes to :attr:`device`; with ``fsdp_config`` it is sharded in place (rank 0's weights
-        broadcast first, ``optimizers`` switched to the shards); ``load`` runs (the checkpoint, loaded into the
-        parameters the run trains); launched without FSDP, the model is wrapped in ``DistributedDataParallel``
-        (which broadcasts rank 0's weights); launched, each rank is reseeded with ``seed + rank``.
+        In order: the model goes to :attr:`device`; with ``fsdp_config`` it is compiled (``compile_model``) and
+        sharded in place (rank 0's weights broadcast first, ``optimizers`` switched to the shards); ``load`` runs (the
+        checkpoint, loaded into the parameters the run trains); without FSDP it is compiled now, after the load, and
+        launched it is wrapped in ``DistributedDataParallel`` (which broadcasts rank 0's weights); launched, each rank
+        is reseeded with ``seed + rank``. Compiling in place before the wrapper is PyTorch's order
+        (``model.compile()``, then DDP or ``fully_shard``); nothing is traced before the first forward, so the graph
+        sees the loaded weights either way.
 
         Args:
             model (torch.nn.Module): The model after ``Event.INIT`` surgery (``state.model``).
@@ -160,12 +164,17 @@ class Parallelism:
             find_unused_parameters (bool): Passed to DistributedDataParallel.
             seed (int): The run's (rank 0's) seed.
             load (Callable): Loads the checkpoint to resume or start from, if any.
+            compile_model (Callable, optional): Compiles the model in place (``compile_config``); None: eager.
         """
         model.to(self.device)
         if self.fsdp_config is not None:  # shard before loading (load_path, autoresume): the parameters change
+            if compile_model is not None:
+                compile_model()
             prepare_fsdp_module(model, self.fsdp_config, optimizers, sync_module_states=True)
         load()
         if self.fsdp_config is None:
+            if compile_model is not None:
+                compile_model()
             self.ddp_model = wrap_ddp(model, self.device, find_unused_parameters=find_unused_parameters)
         self.model = model
         self._synced = model if self.fsdp_config is not None else self.ddp_model

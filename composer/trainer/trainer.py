@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import logging
 import os
@@ -44,6 +45,7 @@ from composer.trainer.arguments import (
     steps_per_epoch,
 )
 from composer.trainer.checkpointing import Checkpointing, epoch_batches, run_config
+from composer.trainer.compilation import Compilation, compile_options
 from composer.trainer.devices import batch_to_device
 from composer.trainer.distributed import DDPSyncStrategy
 from composer.trainer.fit_warnings import warn_before_fit
@@ -169,6 +171,16 @@ class Trainer:
             end a summary of where the time went, printed and saved with a bar chart. A
             :class:`~composer.trainer.profiler.Profiler`, a mapping of its fields, or True for its defaults. Off
             (None), nothing is wrapped and no step pays for it. See :mod:`composer.trainer.profiler`.
+        compile_config (bool | Mapping, optional): Compile the model's forward with ``torch.compile``: True (torch's
+            defaults: the inductor backend) or a dict of ``torch.compile`` keyword arguments
+            (``{'backend': 'inductor', 'mode': 'max-autotune'}``; ``'eager'`` or ``'aot_eager'`` for quick checks);
+            None or False (the default) runs eagerly. The model is compiled in place (``nn.Module.compile``) after
+            ``INIT`` surgery and the checkpoint load, before DDP wraps it or FSDP shards it; parameter names stay
+            plain, so compiled and eager runs load each other's checkpoints. The first forward (and the first of
+            each new shape or mode) compiles, which takes seconds to minutes; later steps are faster. Algorithms
+            that change the batch's shapes get those dimensions marked dynamic instead of one graph per size, and
+            when an algorithm changes the modules after compilation (LayerFreezing) the forward is compiled afresh
+            once; see :mod:`composer.trainer.compilation`.
 
     Launched with ``torchrun`` (``WORLD_SIZE`` > 1), the Trainer trains on all processes together: batch sizes are per
     rank, the timer counts the samples and tokens of all ranks, each rank reads its share of the data, gradients are
@@ -190,6 +202,7 @@ class Trainer:
         ddp_model (DistributedDataParallel | None): The wrapped model when launched (register DDP communication
             hooks on it before ``fit``); None in a single process and with ``fsdp_config``.
         fsdp_config (FSDPConfig | None): How the model is sharded; None when it is not.
+        compilation (Compilation | None): How the forward is compiled (``compile_config``); None when it is not.
 
     Example:
         >>> trainer = Trainer(
@@ -251,6 +264,7 @@ class Trainer:
         fsdp_config: FSDPConfig | Mapping[str, Any] | None = None,
         check_finite: bool = True,
         profiler: Profiler | Mapping[str, Any] | bool | None = None,
+        compile_config: bool | Mapping[str, Any] | None = None,
     ) -> None:
         arguments = dict(locals())  # the run's config, saved in checkpoints
         if not isinstance(model, ComposerModel):
@@ -265,6 +279,8 @@ class Trainer:
         algorithms, callbacks, loggers = algorithm_list(algorithms), callback_list(callbacks), logger_list(loggers)
         optimizers = check_optimizers(optimizers)
         check_schedulers(schedulers)
+        options = compile_options(compile_config)
+        self.compilation = None if options is None else Compilation(options)
         check_composition(algorithms)  # before anything starts: a pair that has no meaning together
         precision = Precision(precision)
         # Launched: create the process group first, so that the state's seed and rank are per process.
@@ -395,6 +411,7 @@ class Trainer:
                 find_unused_parameters=find_unused_parameters,
                 seed=self.seed,
                 load=lambda: self.checkpointing.load(self.state),
+                compile_model=None if self.compilation is None else functools.partial(self.compilation.compile, model),
             )
             # The training step's stages; profiled, each runs in its named range.
             stage = _unranged if self.profiler is None else self.profiler.wrap
@@ -481,6 +498,8 @@ class Trainer:
             resume_at = state.timer.batch_in_epoch.value
             if resume_at == 0:
                 engine.run_event(Event.EPOCH_START)
+            if self.compilation is not None:  # surgery since the last epoch: compile afresh, once
+                self.compilation.refresh(state.model)
             num_batches = 0
             self.parallel.set_epoch(self._train_spec.dataloader, state.timer.epoch.value)
             for batch in self._batches(epoch_batches(state, self._train_spec.dataloader, state.steps_per_epoch)):
@@ -496,6 +515,8 @@ class Trainer:
             state.timer.on_epoch_complete()
             self._schedulers.step_epoch()
             engine.run_event(Event.EPOCH_END)
+            if self.compilation is not None:
+                self.compilation.refresh(state.model)
             self._eval_due(TimeUnit.EPOCH)
             engine.run_event(Event.EPOCH_CHECKPOINT)
         engine.run_event(Event.FIT_END)
@@ -517,7 +538,10 @@ class Trainer:
             )
         state.batch_num_samples, state.batch_num_tokens = num_samples, num_tokens or 0
         if listening[Event.AFTER_DATALOADER]:
+            loaded = state.batch
             engine.run_event(Event.AFTER_DATALOADER)
+            if self.compilation is not None:  # the dimensions algorithms resize become dynamic, not one graph each
+                self.compilation.note_batch(loaded, state.batch)
         if listening[Event.BATCH_START]:
             engine.run_event(Event.BATCH_START)
 
@@ -597,6 +621,9 @@ class Trainer:
             microbatches = [full_batch]
         else:
             microbatches = spec.split_batch(full_batch, count)
+            if self.compilation is not None:
+                for microbatch in microbatches:
+                    self.compilation.mark_dynamic(microbatch)
             full_samples = sum(spec.get_num_samples_in_batch(mb) for mb in microbatches)
         defer_sync = self._microbatching.defer_sync  # 'auto' under DDP: Microbatching.agree averages the gradients
         total_loss: torch.Tensor | None = None

@@ -144,3 +144,13 @@ def test_distributed_fields_reach_the_trainer():
     ).initialize_object()
     assert trainer.parallel.sync_strategy.value == "multi_auto_sync"
     trainer.close()
+
+
+def test_compile_config_reaches_the_trainer_and_its_mistakes_are_located():
+    trainer = TrainerHparams.from_dict({**TINY, "compile_config": {"backend": "eager"}}).initialize_object()
+    assert trainer.compilation is not None and trainer.compilation.options["backend"] == "eager"
+    trainer.close()
+    with pytest.raises(ConfigError, match=r"^compile_config: .*'backnd'.*Did you mean 'backend'"):
+        TrainerHparams.from_dict({**TINY, "compile_config": {"backnd": "eager"}}).initialize_object()
+    with pytest.raises(ConfigError, match=r"^compile_config: received 'yes'"):
+        TrainerHparams.from_dict({**TINY, "compile_config": "yes"})
