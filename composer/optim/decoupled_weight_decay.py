@@ -11,6 +11,14 @@ where ``initial_lr`` is the group's learning rate when the optimizer was built: 
 multiplier (it anneals with the learning rate) but not the learning rate's magnitude, so ``weight_decay`` means the
 same thing whatever ``lr`` is. The usual SGD (with momentum, dampening, Nesterov) or Adam (with AMSGrad) update
 follows, without any coupled L2 term. Parameters without a gradient are left untouched.
+
+Like torch's optimizers, both take ``foreach`` and ``fused``: the for-loop step updates one parameter at a time,
+``foreach=True`` updates all of a group's parameters with torch's multi-tensor ``_foreach_*`` operations, and
+``fused=True`` with torch's fused SGD and Adam kernels (on the CPU too). All three compute the same update within float
+rounding and share the state layout, so a checkpoint loads into any of them. The default (both None) is torch's: the
+foreach step when every parameter is on a CUDA device, else the for-loop. On the CPU, the fused step is the fastest
+(``benchmarks/optimizer_step.py``; figures in the README). Unlike torch 2.14's ``SGD(fused=True)`` with momentum, the
+fused step also takes a parameter whose first gradient comes after the first step.
 """
 
 from __future__ import annotations
@@ -21,6 +29,8 @@ from typing import Any, overload
 
 import torch
 from torch.optim.optimizer import ParamsT
+
+from composer.optim._multi_tensor import adam_foreach, check_fused, default_foreach, sgd_foreach
 
 __all__ = ["DecoupledAdamW", "DecoupledSGDW"]
 
@@ -35,6 +45,17 @@ def _decay_factor(group: dict[str, Any]) -> float:
     """``1 - (lr / initial_lr) * weight_decay`` for a param group (full decay if initial_lr is 0)."""
     schedule = group["lr"] / group["initial_lr"] if group["initial_lr"] else 1.0
     return float(1.0 - schedule * group["weight_decay"])
+
+
+def _check_step_kind(optimizer: str, foreach: bool | None, fused: bool | None) -> None:
+    for name, value in (("foreach", foreach), ("fused", fused)):
+        if value is not None and not isinstance(value, bool):
+            raise TypeError(f"{optimizer} {name}={value!r} must be True, False or None (torch's default).")
+    if foreach and fused:
+        raise ValueError(
+            f"{optimizer} got foreach=True and fused=True; choose one: fused=True (one kernel per update) or "
+            "foreach=True (one kernel per operation)."
+        )
 
 
 def _params_with_grad(group: dict[str, Any], optimizer: str) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -53,10 +74,17 @@ class _DecoupledWeightDecay(torch.optim.Optimizer):
     """The step both optimizers share: the closure, then per parameter with a gradient the decay and an update."""
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
-        """Adds a parameter group and records its ``initial_lr`` (the learning rate the decay is relative to)."""
+        """Adds a parameter group and records its ``initial_lr`` (the learning rate the decay is relative to).
+
+        Raises:
+            ValueError: If the group asks for ``fused=True`` and a parameter cannot take a fused step.
+        """
         super().add_param_group(param_group)
         group = self.param_groups[-1]
         group.setdefault("initial_lr", group["lr"])
+        _check_step_kind(type(self).__name__, group.get("foreach"), group.get("fused"))
+        if group.get("fused"):
+            check_fused(type(self).__name__, group["params"])
 
     @overload
     def step(self, closure: None = None) -> None: ...
@@ -80,7 +108,16 @@ class _DecoupledWeightDecay(torch.optim.Optimizer):
                 loss = closure()
         for group in self.param_groups:
             decay = _decay_factor(group)
-            for p, grad in _params_with_grad(group, type(self).__name__):
+            pairs = _params_with_grad(group, type(self).__name__)
+            params = [p for p, _ in pairs]
+            fused = bool(group.get("fused"))
+            foreach = group.get("foreach")
+            if params and (fused or (default_foreach(params) if foreach is None else foreach)):
+                if decay != 1.0:
+                    torch._foreach_mul_(params, decay)
+                self._update_all(params, [grad for _, grad in pairs], group, fused)
+                continue
+            for p, grad in pairs:
                 if decay != 1.0:
                     p.mul_(decay)
                 self._update(p, grad, group)
@@ -88,6 +125,12 @@ class _DecoupledWeightDecay(torch.optim.Optimizer):
 
     def _update(self, p: torch.Tensor, grad: torch.Tensor, group: dict[str, Any]) -> None:
         """Applies the optimizer's own update to ``p`` (already decayed)."""
+        raise NotImplementedError
+
+    def _update_all(
+        self, params: list[torch.Tensor], grads: list[torch.Tensor], group: dict[str, Any], fused: bool
+    ) -> None:
+        """Applies the update to every parameter at once (already decayed): foreach, or fused."""
         raise NotImplementedError
 
 
@@ -108,6 +151,10 @@ class DecoupledSGDW(_DecoupledWeightDecay):
         dampening: Dampening for momentum. Default = 0.
         weight_decay: Decoupled weight decay per step at the initial learning rate. Default = 0.
         nesterov: Whether to use Nesterov momentum (needs ``momentum > 0`` and ``dampening == 0``). Default = False.
+        foreach: Update all parameters of a group with torch's ``_foreach_*`` operations (True), one at a time
+            (False), or as torch does by default (None: foreach when every parameter is on a CUDA device).
+        fused: Update with torch's fused SGD kernel (its CPU, CUDA, MPS and XPU kernels); an error for parameters
+            elsewhere or with ``foreach=True``. Default = None (not fused).
 
     Example:
         >>> w = torch.nn.Parameter(torch.ones(2))
@@ -131,8 +178,12 @@ class DecoupledSGDW(_DecoupledWeightDecay):
         dampening: float = 0,
         weight_decay: float = 0,
         nesterov: bool = False,
+        *,
+        foreach: bool | None = None,
+        fused: bool | None = None,
     ) -> None:
         _check_non_negative(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay)
+        _check_step_kind(type(self).__name__, foreach, fused)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError(
                 f"nesterov=True needs momentum > 0 and dampening == 0 (got momentum={momentum!r}, "
@@ -144,8 +195,15 @@ class DecoupledSGDW(_DecoupledWeightDecay):
             "dampening": dampening,
             "weight_decay": weight_decay,
             "nesterov": nesterov,
+            "foreach": foreach,
+            "fused": fused,
         }
         super().__init__(params, defaults)
+
+    def _update_all(
+        self, params: list[torch.Tensor], grads: list[torch.Tensor], group: dict[str, Any], fused: bool
+    ) -> None:
+        sgd_foreach(params, grads, self.state, group, fused)
 
     def _update(self, p: torch.Tensor, grad: torch.Tensor, group: dict[str, Any]) -> None:
         momentum = group["momentum"]
@@ -178,6 +236,10 @@ class DecoupledAdamW(_DecoupledWeightDecay):
         eps: Added to the denominator for numerical stability. Default = 1e-8.
         weight_decay: Decoupled weight decay per step at the initial learning rate. Default = 1e-2.
         amsgrad: Whether to use the AMSGrad variant. Default = False.
+        foreach: Update all parameters of a group with torch's ``_foreach_*`` operations (True), one at a time
+            (False), or as torch does by default (None: foreach when every parameter is on a CUDA device).
+        fused: Update with torch's fused Adam kernel (its CPU, CUDA, MPS and XPU kernels); an error for parameters
+            elsewhere or with ``foreach=True``. Default = None (not fused).
 
     Example:
         >>> w = torch.nn.Parameter(torch.ones(2))
@@ -196,12 +258,29 @@ class DecoupledAdamW(_DecoupledWeightDecay):
         eps: float = 1e-8,
         weight_decay: float = 1e-2,
         amsgrad: bool = False,
+        *,
+        foreach: bool | None = None,
+        fused: bool | None = None,
     ) -> None:
         _check_non_negative(lr=lr, eps=eps, weight_decay=weight_decay)
+        _check_step_kind(type(self).__name__, foreach, fused)
         if len(betas) != 2 or not all(0.0 <= beta < 1.0 for beta in betas):
             raise ValueError(f"betas={betas!r} must be two numbers in [0, 1), for example (0.9, 0.999).")
-        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad}
+        defaults = {
+            "lr": lr,
+            "betas": tuple(betas),
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "amsgrad": amsgrad,
+            "foreach": foreach,
+            "fused": fused,
+        }
         super().__init__(params, defaults)
+
+    def _update_all(
+        self, params: list[torch.Tensor], grads: list[torch.Tensor], group: dict[str, Any], fused: bool
+    ) -> None:
+        adam_foreach(params, grads, self.state, group, fused)
 
     def _update(self, p: torch.Tensor, grad: torch.Tensor, group: dict[str, Any]) -> None:
         beta1, beta2 = group["betas"]

@@ -1,6 +1,9 @@
 """Config classes for the optimizers, and the ``OPTIMIZERS`` registry that YAML files name them by.
 
-Every numeric field must be finite and non-negative. A ``momentum`` of 1 or more is accepted, as torch accepts it, but
+Every numeric field must be finite and non-negative. ``foreach`` and ``fused`` choose how the step runs, as in torch:
+one parameter at a time, all at once with torch's ``_foreach_*`` operations, or with torch's fused kernels (SGD, Adam,
+AdamW and the decoupled two; RMSprop has no fused kernel, so its config has no ``fused`` field). None keeps torch's
+default, and setting both raises. A ``momentum`` of 1 or more is accepted, as torch accepts it, but
 warns: it is almost surely a typo (``152`` for ``0.9``, or a percentage), and it makes the updates grow without bound.
 
 Example:
@@ -42,6 +45,14 @@ def _check_non_negative(config: Hparams, *names: str) -> None:
             raise ValueError(f"{name}={value!r} must be >= 0 and finite; set {name} to 0 or a positive number.")
 
 
+def _check_step_kind(config: Hparams) -> None:
+    if getattr(config, "foreach", None) and getattr(config, "fused", None):
+        raise ValueError(
+            f"{type(config).__name__} got foreach=True and fused=True; set one of them (fused=True: one kernel per "
+            "update; foreach=True: one kernel per operation), or neither for torch's default."
+        )
+
+
 def _warn_large_momentum(config: _SGDFields | RMSpropHparams) -> None:
     if config.momentum >= 1:
         warnings.warn(
@@ -74,13 +85,16 @@ class _SGDFields(OptimizerHparams):
     weight_decay: float = 0.0
     dampening: float = 0.0
     nesterov: bool = False
+    foreach: bool | None = None
+    fused: bool | None = None
 
     def validate(self) -> None:
-        """Checks that the numbers are non-negative and finite, and that Nesterov momentum is possible.
+        """Checks the numbers (non-negative, finite), Nesterov's needs, and that foreach and fused are not both set.
 
         A momentum of 1 or more warns (see the module docstring).
         """
         _check_non_negative(self, "lr", "momentum", "weight_decay", "dampening")
+        _check_step_kind(self)
         _warn_large_momentum(self)
         if self.nesterov and (self.momentum <= 0 or self.dampening != 0):
             raise ValueError(
@@ -98,10 +112,13 @@ class _AdamFields(OptimizerHparams):
     eps: float = 1e-8
     weight_decay: float = 0.0
     amsgrad: bool = False
+    foreach: bool | None = None
+    fused: bool | None = None
 
     def validate(self) -> None:
-        """Checks that the numbers are non-negative and finite, and the betas lie in [0, 1)."""
+        """Checks the numbers (non-negative, finite, betas in [0, 1)), and that foreach and fused are not both set."""
         _check_non_negative(self, "lr", "eps", "weight_decay")
+        _check_step_kind(self)
         if not all(0.0 <= beta < 1.0 for beta in self.betas):
             raise ValueError(f"betas={self.betas!r} must be two numbers in [0, 1), for example (0.9, 0.999).")
 
@@ -116,6 +133,9 @@ class SGDHparams(_SGDFields):
         weight_decay: L2 penalty. Default = 0.0.
         dampening: Dampening for momentum. Default = 0.0.
         nesterov: Whether to use Nesterov momentum. Default = False.
+        foreach: Step all parameters at once with torch's ``_foreach_*`` operations (True), one at a time (False), or
+            torch's default (None: foreach on CUDA).
+        fused: Step with torch's fused kernel (CPU, CUDA, MPS, XPU). Default = None (not fused).
     """
 
     def initialize_object(self, params: ParamsT) -> torch.optim.SGD:
@@ -133,6 +153,9 @@ class DecoupledSGDWHparams(_SGDFields):
         weight_decay: Decoupled weight decay per step at the initial learning rate. Default = 0.0.
         dampening: Dampening for momentum. Default = 0.0.
         nesterov: Whether to use Nesterov momentum. Default = False.
+        foreach: Step all parameters at once with torch's ``_foreach_*`` operations (True), one at a time (False), or
+            torch's default (None: foreach on CUDA).
+        fused: Step with torch's fused kernel (CPU, CUDA, MPS, XPU). Default = None (not fused).
     """
 
     def initialize_object(self, params: ParamsT) -> DecoupledSGDW:
@@ -150,6 +173,9 @@ class AdamHparams(_AdamFields):
         eps: Added to the denominator for numerical stability. Default = 1e-8.
         weight_decay: L2 penalty. Default = 0.0.
         amsgrad: Whether to use the AMSGrad variant. Default = False.
+        foreach: Step all parameters at once with torch's ``_foreach_*`` operations (True), one at a time (False), or
+            torch's default (None: foreach on CUDA).
+        fused: Step with torch's fused kernel (CPU, CUDA, MPS, XPU). Default = None (not fused).
     """
 
     def initialize_object(self, params: ParamsT) -> torch.optim.Adam:
@@ -167,6 +193,9 @@ class AdamWHparams(_AdamFields):
         eps: Added to the denominator for numerical stability. Default = 1e-8.
         weight_decay: Weight decay coefficient. Default = 1e-2.
         amsgrad: Whether to use the AMSGrad variant. Default = False.
+        foreach: Step all parameters at once with torch's ``_foreach_*`` operations (True), one at a time (False), or
+            torch's default (None: foreach on CUDA).
+        fused: Step with torch's fused kernel (CPU, CUDA, MPS, XPU). Default = None (not fused).
     """
 
     weight_decay: float = 1e-2
@@ -186,6 +215,9 @@ class DecoupledAdamWHparams(_AdamFields):
         eps: Added to the denominator for numerical stability. Default = 1e-8.
         weight_decay: Decoupled weight decay per step at the initial learning rate. Default = 1e-2.
         amsgrad: Whether to use the AMSGrad variant. Default = False.
+        foreach: Step all parameters at once with torch's ``_foreach_*`` operations (True), one at a time (False), or
+            torch's default (None: foreach on CUDA).
+        fused: Step with torch's fused kernel (CPU, CUDA, MPS, XPU). Default = None (not fused).
     """
 
     weight_decay: float = 1e-2
@@ -206,6 +238,8 @@ class RMSpropHparams(OptimizerHparams):
         momentum: Momentum factor, in [0, 1) (a value of 1 or more warns: almost surely a typo). Default = 0.0.
         weight_decay: L2 penalty. Default = 0.0.
         centered: Whether to normalise by the estimated variance of the gradient. Default = False.
+        foreach: Step all parameters at once with torch's ``_foreach_*`` operations (True), one at a time (False), or
+            torch's default (None: foreach on CUDA). torch has no fused RMSprop.
     """
 
     lr: float
@@ -214,6 +248,7 @@ class RMSpropHparams(OptimizerHparams):
     momentum: float = 0.0
     weight_decay: float = 0.0
     centered: bool = False
+    foreach: bool | None = None
 
     def validate(self) -> None:
         """Checks that the numeric fields are non-negative and finite; a momentum of 1 or more warns."""
