@@ -14,6 +14,8 @@ device (TF32 off, so the comparisons are float32-exact up to reduction order):
 * ``auto_microbatch``: ``Trainer(grad_accum='auto')`` on a batch about twice too big for the GPU (sized from its
   free memory): grad_accum=1 runs out of memory, 'auto' finds a count that fits and trains to the weights of a run
   with that count fixed (CUDA only).
+* ``optimizer_step_kinds``: DecoupledSGDW and DecoupledAdamW with ``foreach=True`` and ``fused=True`` on the device
+  train to the for-loop step's weights, and the default (None) takes the foreach step on CUDA (issue 20).
 
 It prints one line per check and a JSON summary, and exits 1 when a check fails. ``--device cpu`` runs the same
 checks on gloo (no CPU offload) to try the script without a GPU.
@@ -207,6 +209,30 @@ def check_auto_microbatch(device: torch.device, steps: int) -> str:
     )
 
 
+def check_optimizer_step_kinds(device: torch.device, steps: int) -> str:
+    from composer.optim import DecoupledAdamW, DecoupledSGDW
+
+    diffs = []
+    for optimizer_class, fields in (
+        (DecoupledSGDW, {"lr": 0.05, "momentum": 0.9, "weight_decay": 5e-4, "nesterov": True}),
+        (DecoupledAdamW, {"lr": 1e-3, "weight_decay": 1e-2, "amsgrad": True}),
+    ):
+        trained = {}
+        for kind, flags in {"loop": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True}}.items():
+            model = _model(device)
+            _train(model, optimizer_class(model.parameters(), **fields, **flags), device, steps)
+            trained[kind] = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+        for kind in ("foreach", "fused"):
+            diff = max((trained[kind][k] - v).abs().max().item() for k, v in trained["loop"].items())
+            assert diff < 1e-5, f"{optimizer_class.__name__}({kind}=True) differs from the for-loop step by {diff}"
+            diffs.append(diff)
+    from composer.optim._multi_tensor import default_foreach
+
+    on_cuda = default_foreach(_model(device).parameters())
+    assert on_cuda == (device.type == "cuda"), on_cuda
+    return f"max |foreach or fused - for-loop| = {max(diffs):.2e}; default foreach on {device.type}: {on_cuda}"
+
+
 CHECKS: dict[str, Callable[[torch.device, int], str]] = {
     "nccl_init": check_nccl_init,
     "ddp": check_ddp,
@@ -214,6 +240,7 @@ CHECKS: dict[str, Callable[[torch.device, int], str]] = {
     "fsdp_bf16": check_fsdp_bf16,
     "fsdp_cpu_offload": check_fsdp_cpu_offload,
     "auto_microbatch": check_auto_microbatch,
+    "optimizer_step_kinds": check_optimizer_step_kinds,
 }
 
 
