@@ -13,6 +13,12 @@ from composer.callbacks.activation_monitor import (
 )
 from composer.callbacks.checkpoint_saver import CheckpointSaver, CheckpointSaverHparams
 from composer.callbacks.early_stopper import EarlyStopper, EarlyStopperHparams
+from composer.callbacks.export_for_inference import (
+    ExportForInference,
+    ExportForInferenceHparams,
+    sample_input_from_batch,
+)
+from composer.callbacks.generate import ByteTokenizer, Generate, GenerateHparams, generate
 from composer.callbacks.grad_monitor import GradMonitor, GradMonitorHparams, grad_norms
 from composer.callbacks.image_visualizer import ImageVisualizer, ImageVisualizerHparams, log_images, make_image_grid
 from composer.callbacks.lr_monitor import LRMonitor, LRMonitorHparams
@@ -37,11 +43,16 @@ __all__ = [
     "CALLBACK_HPARAMS",
     "ActivationMonitor",
     "ActivationMonitorHparams",
+    "ByteTokenizer",
     "Callback",
     "CheckpointSaver",
     "CheckpointSaverHparams",
     "EarlyStopper",
     "EarlyStopperHparams",
+    "ExportForInference",
+    "ExportForInferenceHparams",
+    "Generate",
+    "GenerateHparams",
     "GradMonitor",
     "GradMonitorHparams",
     "ImageVisualizer",
@@ -61,6 +72,7 @@ __all__ = [
     "ThresholdStopper",
     "ThresholdStopperHparams",
     "activation_stats",
+    "generate",
     "grad_norms",
     "infer_mode",
     "known_metric_names",
@@ -69,6 +81,7 @@ __all__ = [
     "memory_usage",
     "optimizer_norms",
     "parameter_updates",
+    "sample_input_from_batch",
     "select_modules",
     "snapshot_parameters",
     "tensor_norms",
@@ -78,6 +91,8 @@ CALLBACKS: dict[str, type[Callback]] = {
     "activation_monitor": ActivationMonitor,
     "checkpoint_saver": CheckpointSaver,
     "early_stopper": EarlyStopper,
+    "export_for_inference": ExportForInference,
+    "generate": Generate,
     "grad_monitor": GradMonitor,
     "image_visualizer": ImageVisualizer,
     "lr_monitor": LRMonitor,
@@ -93,6 +108,8 @@ CALLBACK_HPARAMS: dict[str, type[Hparams]] = {
     "activation_monitor": ActivationMonitorHparams,
     "checkpoint_saver": CheckpointSaverHparams,
     "early_stopper": EarlyStopperHparams,
+    "export_for_inference": ExportForInferenceHparams,
+    "generate": GenerateHparams,
     "grad_monitor": GradMonitorHparams,
     "image_visualizer": ImageVisualizerHparams,
     "lr_monitor": LRMonitorHparams,

@@ -78,6 +78,15 @@ class ConsoleLogger(LoggerDestination):
         stream = self._stream if self._stream is not None else sys.stderr
         print(format_record(timestamp, log_level, data), file=stream)
 
+    def log_text(self, timestamp: Timestamp, log_level: LogLevel, name: str, text: str) -> None:
+        """Prints ``[LEVEL][epoch=E batch=B]: name:`` and then the text, each line indented by two spaces."""
+        stream = self._stream if self._stream is not None else sys.stderr
+        body = "\n".join("  " + line for line in text.splitlines() or [""])
+        print(
+            f"[{log_level.name}][epoch={int(timestamp.epoch)} batch={int(timestamp.batch)}]: {name}:\n{body}",
+            file=stream,
+        )
+
 
 @hparams
 class ConsoleLoggerHparams(Hparams):

@@ -11,7 +11,7 @@ from typing import IO, Any
 from composer.core.hparams import Hparams, hparams
 from composer.core.logging.logger import Logger, LogLevel
 from composer.core.state import State
-from composer.core.time import Time
+from composer.core.time import Time, Timestamp
 from composer.loggers.buffered_destination import BufferedDestination
 from composer.loggers.log_path import check_writable, format_log_path, has_placeholders
 from composer.loggers.log_value import format_record
@@ -154,6 +154,10 @@ class FileLogger(BufferedDestination):
         text = "\n".join(lines) + "\n"
         self._file.write(text)
         self._lines += text.count("\n")
+
+    def log_text(self, timestamp: Timestamp, log_level: LogLevel, name: str, text: str) -> None:
+        """Writes ``text`` as the value of ``name`` (a JSON string in a ``.jsonl`` file), in logging order."""
+        self.log_metric(timestamp, log_level, {name: text})
 
     def flush(self) -> None:
         super().flush()

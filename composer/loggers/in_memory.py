@@ -24,6 +24,7 @@ class InMemoryLogger(LoggerDestination):
         most_recent_values (dict): Key -> the latest value.
         most_recent_timestamps (dict): Key -> the :class:`~composer.core.time.Timestamp` of the latest value.
         images (dict): Name -> list of ``(timestamp, images)`` from :meth:`log_images`.
+        texts (dict): Name -> list of ``(timestamp, text)`` from :meth:`log_text`.
 
     Example:
         >>> from composer import Trainer
@@ -44,6 +45,7 @@ class InMemoryLogger(LoggerDestination):
         self.most_recent_values: dict[str, Any] = {}
         self.most_recent_timestamps: dict[str, Timestamp] = {}
         self.images: dict[str, list[tuple[Timestamp, Any]]] = {}
+        self.texts: dict[str, list[tuple[Timestamp, str]]] = {}
 
     def will_log(self, state: State, log_level: LogLevel) -> bool:
         del state
@@ -59,6 +61,11 @@ class InMemoryLogger(LoggerDestination):
         """Keeps ``images`` (a (C, H, W) image or a (N, C, H, W) batch) under ``name``."""
         if log_level <= self.log_level:
             self.images.setdefault(name, []).append((timestamp, images))
+
+    def log_text(self, timestamp: Timestamp, log_level: LogLevel, name: str, text: str) -> None:
+        """Keeps ``text`` under ``name``."""
+        if log_level <= self.log_level:
+            self.texts.setdefault(name, []).append((timestamp, text))
 
     def _records(self, key: str) -> list[tuple[Timestamp, LogLevel, Any]]:
         if key not in self.data:

@@ -196,6 +196,14 @@ class MLflowLogger(BufferedDestination):
             array = image.detach().clamp(0, 1).permute(1, 2, 0).cpu().numpy()
             self._client.log_image(self.run_id, array, key=key, step=int(timestamp.batch))
 
+    def log_text(self, timestamp: Timestamp, log_level: LogLevel, name: str, text: str) -> None:
+        """Saves ``text`` as the run's artifact ``<name>/batch_<B>.txt``."""
+        del log_level
+        self.flush()
+        if self._open() is None:
+            return
+        self._client.log_text(self.run_id, text, f"{name}/batch_{int(timestamp.batch)}.txt")
+
     def close(self, state: State, logger: Logger) -> None:
         super().close(state, logger)
         self._started = False

@@ -146,6 +146,10 @@ class TensorboardLogger(BufferedDestination):
         else:
             writer.add_image(name, images, global_step=step, dataformats="CHW")
 
+    def log_text(self, timestamp: Timestamp, log_level: LogLevel, name: str, text: str) -> None:
+        """Writes ``text`` with ``add_text`` at step ``timestamp.batch`` (buffered with the other values)."""
+        self.log_metric(timestamp, log_level, {name: text})
+
     def flush(self) -> None:
         super().flush()
         if self._writer is not None:

@@ -170,6 +170,16 @@ class WandBLogger(BufferedDestination):
         pictures = [wandb.Image(image.detach().clamp(0, 1).permute(1, 2, 0).cpu().numpy()) for image in batch]
         self.run.log({name: pictures if len(pictures) > 1 else pictures[0]}, step=int(timestamp.batch))
 
+    def log_text(self, timestamp: Timestamp, log_level: LogLevel, name: str, text: str) -> None:
+        """Logs ``text`` as a one-cell ``wandb.Table`` (column ``text``) at step ``timestamp.batch``."""
+        del log_level
+        self.flush()  # keep logging order (W&B drops a step older than one already logged)
+        if self._open() is None:
+            return
+        import wandb
+
+        self.run.log({name: wandb.Table(columns=["text"], data=[[text]])}, step=int(timestamp.batch))
+
     def close(self, state: State, logger: Logger) -> None:
         super().close(state, logger)
         self._started = False

@@ -23,6 +23,7 @@ import composer.loggers
 from composer import Callback, Trainer
 from composer.callbacks import CALLBACKS, MetricStopper
 from composer.core.logging.logger import LoggerDestination
+from composer.datasets import ByteTextDataset
 from composer.loggers import (
     LOGGERS,
     BufferedDestination,
@@ -30,7 +31,7 @@ from composer.loggers import (
     is_tensorboard_available,
     is_wandb_available,
 )
-from composer.models import ComposerClassifier
+from composer.models import GPT, ComposerClassifier, GPTConfig
 from tests.loggers.conftest import mlflow_uri
 
 # Registry name -> a factory taking tmp_path (for destinations that write files).
@@ -38,6 +39,8 @@ SETTINGS: dict[str, Any] = {
     "activation_monitor": lambda tmp: CALLBACKS["activation_monitor"](interval="1ba"),
     "checkpoint_saver": lambda tmp: CALLBACKS["checkpoint_saver"](folder=str(tmp / "ckpt"), save_interval="1ba"),
     "early_stopper": lambda tmp: CALLBACKS["early_stopper"]("loss/train", patience="5ba"),
+    "export_for_inference": lambda tmp: CALLBACKS["export_for_inference"](str(tmp / "model"), "torchscript"),
+    "generate": lambda tmp: CALLBACKS["generate"](["def "], interval="1ba", max_new_tokens=2),
     "grad_monitor": lambda tmp: CALLBACKS["grad_monitor"](log_layer_grad_norms=True),
     "image_visualizer": lambda tmp: CALLBACKS["image_visualizer"](interval="1ba", num_images=2),
     "lr_monitor": lambda tmp: CALLBACKS["lr_monitor"](),
@@ -65,7 +68,10 @@ NEEDS = {
     "wandb": (is_wandb_available, "wandb"),
 }
 NEEDS_S3 = {"remote_uploader"}  # a store to upload to: the session's moto server
-SLOW = {"mlflow", "wandb"}  # MLflow builds its SQLite schema; W&B starts a service process
+SLOW = {"mlflow", "wandb"}
+LANGUAGE = {
+    "generate"
+}  # needs a language model: a tiny GPT on byte text  # MLflow builds its SQLite schema; W&B starts a service process
 
 
 def _params():
@@ -133,6 +139,10 @@ class Guarded(LoggerDestination):
         if callable(getattr(self.inner, "log_images", None)):
             self.inner.log_images(timestamp, log_level, name, images)
 
+    def log_text(self, timestamp, log_level, name, text):
+        if callable(getattr(self.inner, "log_text", None)):
+            self.inner.log_text(timestamp, log_level, name, text)
+
     def run_event(self, event, state, logger):
         before = fingerprint(state)
         self.inner.run_event(event, ReadOnlyState(state), logger)
@@ -164,6 +174,12 @@ def image_model_and_data():
     return model, data
 
 
+def text_model_and_data():
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=16, max_sequence_length=8))
+    return model, DataLoader(ByteTextDataset(b"def f(x): return x * 2\n" * 2, seq_len=8), batch_size=2)
+
+
 @pytest.mark.parametrize("name", list(_params()))
 def test_contract(name, tmp_path, monkeypatch, request):
     monkeypatch.setenv("WANDB_SILENT", "true")
@@ -173,12 +189,14 @@ def test_contract(name, tmp_path, monkeypatch, request):
         monkeypatch.setenv("COMPOSER_TEST_S3_ENDPOINT", server.endpoint_url)
     subject = SETTINGS[name](tmp_path)
     guarded = Guarded(subject)
-    model, data = image_model_and_data()
+    model, data = text_model_and_data() if name in LANGUAGE else image_model_and_data()
     is_destination = isinstance(subject, LoggerDestination) and not isinstance(subject, MetricStopper)
     trainer = Trainer(
         model=model,
         train_dataloader=data,
-        eval_dataloader=DataLoader(TensorDataset(torch.rand(4, 3, 4, 4), torch.arange(4) % 3), batch_size=4),
+        eval_dataloader=data
+        if name in LANGUAGE
+        else DataLoader(TensorDataset(torch.rand(4, 3, 4, 4), torch.arange(4) % 3), batch_size=4),
         max_duration="2ba",
         optimizers=torch.optim.SGD(model.parameters(), lr=0.1),
         loggers=[guarded] if is_destination else [composer.loggers.InMemoryLogger()],
@@ -263,6 +281,7 @@ def test_the_guard_catches_writes_and_allows_stop_training(callback, message):
 # The fields each config needs beyond its defaults.
 REQUIRED_FIELDS = {
     "early_stopper": {"monitor": "loss/train"},
+    "generate": {"prompts": ["def "]},
     "threshold_stopper": {"monitor": "loss/train", "threshold": 0.1},
     "csv": {"filename": "{tmp}/m.csv"},
     "file": {"filename": "{tmp}/log.txt"},

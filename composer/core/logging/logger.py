@@ -66,6 +66,10 @@ class LoggerDestination(Callback):
         ignored)."""
         del timestamp, log_level, name, images
 
+    def log_text(self, timestamp: Timestamp, log_level: LogLevel, name: str, text: str) -> None:
+        """Receives a piece of text (generated samples, say) to show under ``name`` (default: ignored)."""
+        del timestamp, log_level, name, text
+
 
 class Logger:
     """Hands logged values to each :class:`LoggerDestination` that wants them.
@@ -147,6 +151,36 @@ class Logger:
         for destination in self.destinations:
             if destination.will_log(state, level):
                 destination.log_images(timestamp, level, name, images)
+
+    def log_text(self, name: str, text: str, log_level: LogLevel | str | int = LogLevel.EPOCH) -> None:
+        """Hands ``text`` to each destination that logs ``log_level`` now and takes text.
+
+        The console, file, in-memory, TensorBoard, MLflow and W&B destinations take text; others ignore it. The
+        default level, EPOCH, reaches the console as configured by default (it prints EPOCH values, not BATCH ones).
+
+        Args:
+            name (str): What the text is, such as ``'generate/0'``.
+            text (str): The text.
+            log_level (LogLevel | str | int): The level it is logged at.
+
+        Example:
+            >>> from composer.core.logging.logger import LoggerDestination, LogLevel
+            >>> class Print(LoggerDestination):
+            ...     def log_text(self, timestamp, log_level, name, text):
+            ...         print(name, repr(text))
+            >>> Logger(state, destinations=[Print()]).log_text("generate/0", "def f(x):")
+            generate/0 'def f(x):'
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"log_text text must be a str, got {type(text).__name__}; decode tokens first.")
+        if not self.destinations:
+            return
+        level = LogLevel.parse(log_level)
+        state = self._state
+        timestamp = state.timer.get_timestamp()
+        for destination in self.destinations:
+            if destination.will_log(state, level):
+                destination.log_text(timestamp, level, name, text)
 
     def log_metrics(self, data: LogData, log_level: LogLevel | str | int = LogLevel.BATCH) -> None:
         """Logs ``data`` (default level: BATCH); the spelling newer Composer and Lightning users know."""
