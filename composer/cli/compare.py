@@ -7,7 +7,11 @@ speed-up at accuracy ``A`` is the time the baseline frontier needs to reach ``A`
 point once per seed) so that a machine's changing load falls on all recipes alike. Only ``fit()`` is timed: the
 runs evaluate once, after training, and run without loggers, callbacks, progress bars or checkpoints.
 
+Every speed-up comes with a 95% percentile bootstrap interval over the passes (see :mod:`composer.cli.bootstrap`);
+runs far slower than their recipe's others are outliers, rerun and listed apart (see :mod:`composer.cli.outliers`).
+
 Outputs, in ``--out``: ``compare.md`` (the table), ``compare.csv`` (every run), ``pareto.png`` (the plot).
+``--report CSV...`` trains nothing and prints the table of earlier runs, pooled (repeated compares of one setup).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ __all__ = [
     "measure_metrics",
     "plot_pareto",
     "points_from_runs",
+    "read_runs",
     "rerun_outliers",
     "run_compare",
 ]
@@ -587,7 +592,72 @@ def _write_outputs(
     return written
 
 
+def read_runs(paths: Sequence[Path]) -> list[dict[str, Any]]:
+    """The runs of earlier compares (their ``compare.csv``), pooled: each file's passes stay apart from the others'.
+
+    A file's ``repeat`` numbers are shifted past the previous files', so that a seed of one file and the same seed
+    of another are different passes (they ran at different times).
+
+    Args:
+        paths: The CSV files.
+
+    Returns:
+        The run records, every value as read (strings).
+
+    Raises:
+        ConfigError: If a file is missing or lacks a column compare writes.
+    """
+    pooled: list[dict[str, Any]] = []
+    offset = 0
+    for path in paths:
+        if not path.is_file():
+            raise ConfigError(str(path), "--report: the CSV file does not exist.")
+        with open(path, newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        missing = {"recipe", "duration", "seed", "seconds"} - set(rows[0] if rows else {})
+        if missing:
+            raise ConfigError(str(path), f"--report: not a compare.csv (no columns {sorted(missing)}).")
+        repeats = [int(row.get("repeat") or 0) for row in rows]
+        for row, repeat in zip(rows, repeats, strict=True):
+            pooled.append({**row, "repeat": offset + repeat})
+        offset += max(repeats) + 1
+    return pooled
+
+
+def _report(args: argparse.Namespace) -> int:
+    runs = read_runs(args.report)
+    runs = rerun_outliers(runs, _no_rerun, args.metric, args.outlier_factor, reruns=0)
+    points = points_from_runs(runs, args.metric)
+    passes = len({index for p in points for index in p.run_passes})
+    table = format_table(
+        points,
+        _recipe_name(args.baseline),
+        args.metric,
+        args.tolerance,
+        confidence=args.confidence,
+        resamples=args.resamples,
+        passes_label=f"{passes} passes (the seeds of {len(args.report)} compare runs)"
+        if len(args.report) > 1
+        else None,
+    )
+    outliers = format_outliers(runs, args.metric, args.outlier_factor)
+    print(f"{table}\n\n{outliers}" if outliers else table)
+    return 0
+
+
+def _no_rerun(recipe: str, duration: str, seed: int) -> tuple[float, float]:
+    raise AssertionError("a report does not rerun")
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.report:
+        return _report(args)
+    if not args.recipes or not args.baseline_durations:
+        raise ConfigError(
+            "recipes" if not args.recipes else "--baseline-durations",
+            "composer compare trains recipes against a baseline: give the recipe files and --baseline-durations "
+            "(or --report CSV to re-report earlier runs).",
+        )
     if args.threads is not None:
         import torch
 
@@ -642,10 +712,10 @@ def add_parser(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("recipes", nargs="+", type=Path, help="the recipes to compare (YAML files)")
+    parser.add_argument("recipes", nargs="*", type=Path, help="the recipes to compare (YAML files)")
     parser.add_argument("-b", "--baseline", type=Path, required=True, help="the baseline recipe (YAML file)")
     parser.add_argument(
-        "--baseline-durations", nargs="+", required=True, metavar="TIME", help="durations of the baseline frontier"
+        "--baseline-durations", nargs="+", metavar="TIME", help="durations of the baseline frontier (required to train)"
     )
     parser.add_argument(
         "--recipe-durations", nargs="+", metavar="TIME", help="durations of each recipe (default: its max_duration)"
@@ -661,6 +731,13 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     parser.add_argument(
         "--confidence", type=float, default=0.95, help="coverage of the bootstrap intervals (default 0.95)"
+    )
+    parser.add_argument(
+        "--report",
+        nargs="+",
+        type=Path,
+        metavar="CSV",
+        help="train nothing: print the table of earlier compares' runs (their compare.csv), pooled; -b names the baseline",
     )
     parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
     parser.add_argument(

@@ -50,3 +50,30 @@ def test_frontier_and_speedup_against_hand_computed_values():
     assert (beyond.factor, beyond.bound) == (pytest.approx(2.0), ">")  # at least 4.0 / 2.0
     point = Point("r", "1ep", [1.0, 3.0], [0.5, 0.7])
     assert (point.time, point.value) == (2.0, pytest.approx(0.6)) and point.time_std == pytest.approx(2**0.5)
+
+
+def _write_runs(path, seeds, slow=1.0):
+    lines = ["recipe,duration,seed,repeat,seconds,Accuracy,status,slowdown"]
+    for seed in seeds:
+        for recipe, duration, seconds, accuracy in [
+            ("base", "2ep", 2.0, 0.90),
+            ("base", "4ep", 4.0, 0.98),
+            ("fast", "2ep", 2.0, 0.978),
+        ]:
+            lines.append(f"{recipe},{duration},{seed},0,{seconds * slow * (1 + 0.05 * seed)},{accuracy},ok,")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_report_pools_earlier_runs_into_one_interval(tmp_path, capsys):
+    first = _write_runs(tmp_path / "a.csv", [0, 1, 2])
+    second = _write_runs(tmp_path / "b.csv", [0, 1, 2], slow=1.3)
+    assert main(["compare", "-b", "base.yaml", "--report", str(first), str(second), "--resamples", "300"]) == 0
+    printed = capsys.readouterr().out
+    assert "| fast | 2ep | " in printed and "Intervals: 95% percentile bootstrap over 6 passes" in printed
+    assert main(["compare", "-b", "base.yaml", "--report", str(_write_runs(tmp_path / "c.csv", [0]))]) == 0
+    assert "No interval: each point has 1 run" in capsys.readouterr().out
+    assert main(["compare", "-b", "base.yaml", "--report", str(tmp_path / "gone.csv")]) == 2
+    assert "gone.csv: --report: the CSV file does not exist" in capsys.readouterr().err
+    assert main(["compare", "-b", "base.yaml", "fast.yaml"]) == 2
+    assert "--baseline-durations" in capsys.readouterr().err
