@@ -9,8 +9,13 @@ RandAugment, ``ColOut(batch=False)``) can be added to it.
 
 from __future__ import annotations
 
+import gzip
+import importlib.util
+import sys
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
@@ -29,19 +34,42 @@ _EVAL_FRACTION = 0.2
 _MAX_INTENSITY = 16.0
 
 
+def _digits_file() -> Path | None:
+    """scikit-learn's ``digits.csv.gz``, found without importing scikit-learn (which imports pandas: seconds of a
+    first run's start-up); None if scikit-learn is already imported (or stood in for) or keeps the file elsewhere."""
+    if "sklearn" in sys.modules:
+        return None
+    spec = importlib.util.find_spec("sklearn")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "datasets" / "data" / "digits.csv.gz"
+    return path if path.is_file() else None
+
+
+def _read_digits_file(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """``(images (N, 8, 8), targets (N,))`` from ``digits.csv.gz``, parsed as ``sklearn.datasets.load_digits`` does."""
+    with gzip.open(path, "rt") as file:
+        data = np.loadtxt(file, delimiter=",")
+    return data[:, :-1].reshape(-1, 8, 8), data[:, -1].astype(int)
+
+
 def _load_digits() -> tuple[torch.Tensor, torch.Tensor]:
     """The 1,797 digits as ``(images (N, 1, 8, 8) float32 in [0, 1], labels (N,) int64)``."""
-    try:
-        from sklearn.datasets import load_digits
-    except ImportError as error:
-        raise ImportError(
-            "digits_dataloaders needs scikit-learn, which ships the digits data (nothing is downloaded). To fix, "
-            "install the data extra: pip install 'opencomposer[data]'."
-        ) from error
-    digits: Any = load_digits()
-    images = torch.as_tensor(digits.images, dtype=torch.float32).unsqueeze(1) / _MAX_INTENSITY
-    labels = torch.as_tensor(digits.target, dtype=torch.int64)
-    return images, labels
+    path = _digits_file()
+    if path is not None:
+        images, targets = _read_digits_file(path)
+    else:
+        try:
+            from sklearn.datasets import load_digits
+        except ImportError as error:
+            raise ImportError(
+                "digits_dataloaders needs scikit-learn, which ships the digits data (nothing is downloaded). To fix, "
+                "install the data extra: pip install 'opencomposer[data]'."
+            ) from error
+        digits: Any = load_digits()
+        images, targets = digits.images, digits.target
+    pixels = torch.as_tensor(images, dtype=torch.float32).unsqueeze(1) / _MAX_INTENSITY
+    return pixels, torch.as_tensor(targets, dtype=torch.int64)
 
 
 def _stratified_split(

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from composer.datasets import digits_dataloaders
-from composer.datasets.digits import _stratified_split
+from composer.datasets.digits import _digits_file, _read_digits_file, _stratified_split
 
 
 def _all(loader):
@@ -96,3 +96,15 @@ def test_real_digits():
     assert x.shape == (256, 1, 8, 8) and x.dtype == torch.float32 and x.min() >= 0.0 and x.max() <= 1.0
     assert set(_all(eval_dl)[1].tolist()) == set(range(10))
     assert torch.equal(_all(train_dl)[1], _all(digits_dataloaders(seed=0)[0])[1])
+
+
+def test_the_digits_file_is_read_as_scikit_learn_reads_it(monkeypatch):
+    """Without importing scikit-learn (seconds, with pandas), the same images and targets as its load_digits."""
+    sklearn_datasets = pytest.importorskip("sklearn.datasets")
+    monkeypatch.delitem(sys.modules, "sklearn")  # found on the path, as in a fresh process
+    path = _digits_file()
+    assert path is not None and path.name == "digits.csv.gz"
+    images, targets = _read_digits_file(path)
+    reference = sklearn_datasets.load_digits()
+    assert images.shape == (1797, 8, 8) and (images == reference.images).all()
+    assert targets.dtype == reference.target.dtype and (targets == reference.target).all()
