@@ -25,15 +25,23 @@ Example:
     ...
     composer.config.config_error.ConfigError: train_batch_size: received 'many' (str); expected int. ...
 
-Every problem is reported at once, each at its key path:
+Every problem is reported at once, each at its key path. The recipe's keys, registry names and top-level types are
+checked first, without importing torch (:mod:`composer.config.recipe_schema`), and the values inside its entries once
+those are right:
 
-    >>> load_recipe(path, ["train_batch_size=many", "algorithms.mixup.alpha=high", "seed"])
+    >>> load_recipe(path, ["train_batch_size=many", "algorithms.mixupp.alpha=0.2", "seed"])
     Traceback (most recent call last):
     ...
     composer.config.config_error.ConfigError: 3 problems in the recipe:
       seed: an override must be KEY=VALUE ...
       train_batch_size: received 'many' (str); expected int. Set train_batch_size: 32.
+      algorithms.mixupp: unknown algorithm 'mixupp'. Did you mean 'mixup'? ...
+    >>> load_recipe(path, ["algorithms.mixup.alpha=high", "seed=-1"])
+    Traceback (most recent call last):
+    ...
+    composer.config.config_error.ConfigError: 2 problems in the recipe:
       algorithms.mixup: Invalid MixUpHparams: field 'alpha' received 'high' (str) but expects float ...
+      seed: received -1; expected an integer in [0, 4294967295] (2**32 - 1), or null for a random seed. Set seed: 0.
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from composer.config.config_error import ConfigError
+from composer.config.recipe_schema import schema_problems
 
 if TYPE_CHECKING:
     from composer.config.trainer_hparams import TrainerHparams
@@ -140,14 +149,19 @@ def load_recipe(path: str | os.PathLike[str] | None, overrides: Sequence[str] = 
 
     Raises:
         ConfigError: Listing every problem, each with the file or the key path, the bad value, and what is allowed.
-            A list of methods that do not compose is refused first, before torch is imported, with the malformed
-            overrides; the rest of the recipe is then not checked.
+            Two checks come first, before torch is imported (within a second), each with the malformed overrides:
+            a list of methods that do not compose, then the recipe's keys, registry names and top-level types
+            (:mod:`composer.config.recipe_schema`). When either finds a problem, the rest of the recipe (the values
+            inside each entry, ranges, times, the model against its data) is checked once that is fixed.
     """
     config, problems = _load_config(path, overrides)
     try:
         check_algorithms(config)  # cheap, and before the registries import the models and torch
     except ConfigError as error:
         raise ConfigError.combine([*problems, error]) from None
+    schema = schema_problems(config)  # keys, names and top-level types, also before torch
+    if schema:
+        raise ConfigError.combine([*problems, *schema])
     from composer.config.trainer_hparams import TrainerHparams
 
     try:

@@ -82,12 +82,16 @@ def test_every_problem_of_a_recipe_is_listed_in_one_message(tmp_path, capsys):
         + "eval_intervl: 1ep\nalgorithms: {mixupp: {alpha: 0.2}}\n"
     )
     lines = _refused(capsys, ["train", "-f", str(recipe), "seed=-3", "progress_bar"])
-    assert lines[0] == "5 problems in the recipe:"
+    # The keys, names and types are checked first, without torch (composer.config.recipe_schema): all in one message.
+    assert lines[0] == "4 problems in the recipe:"
     located = [line.strip().split(":", 1)[0] for line in lines[1:]]
-    assert located == ["progress_bar", "optimizer.sgd", "seed", "eval_intervl", "algorithms.mixupp"]
+    assert located == ["progress_bar", "optimizer.sgd", "eval_intervl", "algorithms.mixupp"]
     assert (
-        "'momentun'" in lines[2] and "Did you mean 'eval_interval'?" in lines[4] and "Did you mean 'mixup'" in lines[5]
+        "'momentun'" in lines[2] and "Did you mean 'eval_interval'?" in lines[3] and "Did you mean 'mixup'" in lines[4]
     )
+    # Once those are right, the values, all in one message too.
+    lines = _refused(capsys, ["train", "-f", str(write_recipe(tmp_path)), "seed=-3", "train_batch_size=0"])
+    assert [line.strip().split(":", 1)[0] for line in lines] == ["2 problems in the recipe", "train_batch_size", "seed"]
 
 
 def test_eval_without_load_path_is_refused_unless_random_init_is_asked_for(tmp_path, capsys):

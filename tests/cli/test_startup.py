@@ -1,4 +1,5 @@
-"""Start-up: the commands that need no torch do not import it (``composer --help``, ``list``, ``<cmd> --help``).
+"""Start-up: the commands that need no torch do not import it (``composer --help``, ``list``, ``<cmd> --help``, and
+``composer train`` with a recipe whose keys, names or top-level types are wrong).
 
 Each case runs the command's ``main`` in a fresh interpreter and inspects ``sys.modules`` afterwards; a subprocess
 costs a few hundred milliseconds because nothing heavy is imported.
@@ -12,18 +13,20 @@ import sys
 
 import pytest
 
+from tests.cli.recipes import write_recipe
+
 HEAVY = ("torch", "torchmetrics", "torchvision", "transformers", "numpy", "matplotlib")
 
 _PROBE = """
 import contextlib, io, json, sys
 from composer.cli.__main__ import main
-out = io.StringIO()
-with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+out, err = io.StringIO(), io.StringIO()
+with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
     try:
         code = main(sys.argv[1:])
     except SystemExit as exit:  # argparse's --help
         code = exit.code
-print(json.dumps({"code": code, "out": out.getvalue(), "modules": sorted(sys.modules)}))
+print(json.dumps({"code": code, "out": out.getvalue(), "err": err.getvalue(), "modules": sorted(sys.modules)}))
 """
 
 
@@ -50,3 +53,19 @@ def test_help_and_list_import_no_torch(argv):
     assert result["code"] == 0 and result["out"]
     imported = [name for name in HEAVY if name in result["modules"]]
     assert imported == [], f"composer {' '.join(argv)} imported {imported}"
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("train_batch_size=big", "train_batch_size: received 'big' (str); expected int."),
+        ("algorithms.mixupp.alpha=1", "algorithms.mixupp: unknown algorithm 'mixupp'. Did you mean 'mixup'?"),
+        ("max_duraton=2ep", "max_duraton: unknown key. Did you mean 'max_duration'?"),
+        ("model.mlp.hiden=[4]", "model.mlp: MLPHparams got unknown key(s) ['hiden']"),
+    ],
+)
+def test_a_recipe_schema_error_imports_no_torch(tmp_path, override, message):
+    result = _run("train", "-f", str(write_recipe(tmp_path)), override)
+    assert result["code"] == 2 and result["err"].startswith(f"composer train: error: {message}")
+    imported = [name for name in HEAVY if name in result["modules"]]
+    assert imported == [], f"composer train ... {override} imported {imported}"

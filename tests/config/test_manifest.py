@@ -1,13 +1,23 @@
-"""The registry manifest (composer/config/manifest.json) agrees with the registries it is generated from."""
+"""The registry manifest (composer/config/manifest.json) agrees with the registries and TrainerHparams it is generated
+from."""
 
 from __future__ import annotations
 
 from composer.config import REGISTRIES
-from composer.config.manifest import REGENERATE, build_manifest, load_manifest, manifest_differences
+from composer.config.manifest import (
+    REGENERATE,
+    build_manifest,
+    build_trainer_schema,
+    load_manifest,
+    load_trainer_schema,
+    manifest_differences,
+    trainer_differences,
+)
 
 
 def test_the_manifest_matches_the_registries():
     differences = manifest_differences(load_manifest(), build_manifest())
+    differences += trainer_differences(load_trainer_schema(), build_trainer_schema())
     assert not differences, (
         f"composer/config/manifest.json is out of date; regenerate it with `{REGENERATE}`. These entries differ:\n"
         + "\n".join(differences)
@@ -36,4 +46,15 @@ def test_differences_name_each_entry_and_field():
         "algorithms.mixup: in the registry, missing from the manifest",
         "models.retired: in the manifest, no longer in the registry",
         f"callbacks.lr_monitor: summary is 'old words' in the manifest, {summary!r} in the registry",
+    ]
+
+
+def test_trainer_differences_name_each_field():
+    current = build_trainer_schema()
+    written = {**current, "fields": dict(current["fields"])}
+    del written["fields"]["check_finite"]
+    written["fields"]["seed"] = {**written["fields"]["seed"], "example": "7"}
+    assert trainer_differences(written, current) == [
+        "trainer.seed: example is '7' in the manifest, '0' in TrainerHparams",
+        "trainer.check_finite: only in TrainerHparams",
     ]
