@@ -214,6 +214,7 @@ def _adapter(annotation: str) -> Any:
         "StrictInt": pydantic.StrictInt,
         "StrictStr": pydantic.StrictStr,
         "StrictFloat": pydantic.StrictFloat,
+        "StrictBool": pydantic.StrictBool,
         "int": int,
         "float": float,
         "str": str,

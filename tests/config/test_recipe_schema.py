@@ -43,6 +43,8 @@ MUTATIONS: list[list[tuple[tuple[Any, ...], Any]]] = [
     [(("precision",), None)],
     [(("load_ignore_keys",), "a")],
     [(("seed",), "zero")],
+    [(("compile_config",), 3)],
+    [(("profiler",), [1])],
     [(("model",), "mlpp")],
     [(("model",), {"mlp": {"in_features": 16}, "gpt": {}})],
     [(("model",), ["mlp"])],
