@@ -26,11 +26,13 @@ if TYPE_CHECKING:
     from composer.algorithms.cutmix import CutMix, CutMixHparams
     from composer.algorithms.cutout import CutOut, CutOutHparams
     from composer.algorithms.ema import EMA, EMAHparams
+    from composer.algorithms.factorize import Factorize, FactorizeHparams
     from composer.algorithms.ghost_batchnorm import GhostBatchNorm, GhostBatchNormHparams
     from composer.algorithms.gradient_clipping import GradientClipping, GradientClippingHparams
     from composer.algorithms.label_smoothing import LabelSmoothing, LabelSmoothingHparams
     from composer.algorithms.layer_freezing import LayerFreezing, LayerFreezingHparams
     from composer.algorithms.mixup import MixUp, MixUpHparams
+    from composer.algorithms.no_op_model import NoOpModel, NoOpModelHparams
     from composer.algorithms.progressive_resizing import ProgressiveResizing, ProgressiveResizingHparams
     from composer.algorithms.randaugment import RandAugment, RandAugmentHparams
     from composer.algorithms.sam import SAM, SAMHparams, SAMOptimizer
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from composer.algorithms.squeeze_excite import SqueezeExcite, SqueezeExciteHparams
     from composer.algorithms.stochastic_depth import StochasticDepth, StochasticDepthHparams
     from composer.algorithms.swa import SWA, SWAHparams
+    from composer.algorithms.weight_standardization import WeightStandardization, WeightStandardizationHparams
     from composer.core.algorithm import Algorithm
 
 __all__ = [
@@ -64,6 +67,8 @@ __all__ = [
     "CutOut",
     "CutOutHparams",
     "EMAHparams",
+    "Factorize",
+    "FactorizeHparams",
     "GhostBatchNorm",
     "GhostBatchNormHparams",
     "GradientClipping",
@@ -74,6 +79,8 @@ __all__ = [
     "LayerFreezingHparams",
     "MixUp",
     "MixUpHparams",
+    "NoOpModel",
+    "NoOpModelHparams",
     "ProgressiveResizing",
     "ProgressiveResizingHparams",
     "RandAugment",
@@ -91,6 +98,8 @@ __all__ = [
     "SqueezeExciteHparams",
     "StochasticDepth",
     "StochasticDepthHparams",
+    "WeightStandardization",
+    "WeightStandardizationHparams",
 ]
 
 ALGORITHM_CLASS_NAMES: dict[str, str] = {
@@ -116,6 +125,9 @@ ALGORITHM_CLASS_NAMES: dict[str, str] = {
     "stochastic_depth": "StochasticDepth",
     "alibi": "Alibi",
     "seq_length_warmup": "SeqLengthWarmup",
+    "factorize": "Factorize",
+    "weight_standardization": "WeightStandardization",
+    "no_op_model": "NoOpModel",
 }
 """Each method's registry name mapped to its class's name: :data:`ALGORITHMS` without importing the classes."""
 
@@ -138,6 +150,8 @@ _LAZY = {
     "CutOutHparams": "composer.algorithms.cutout",
     "EMA": "composer.algorithms.ema",
     "EMAHparams": "composer.algorithms.ema",
+    "Factorize": "composer.algorithms.factorize",
+    "FactorizeHparams": "composer.algorithms.factorize",
     "GhostBatchNorm": "composer.algorithms.ghost_batchnorm",
     "GhostBatchNormHparams": "composer.algorithms.ghost_batchnorm",
     "GradientClipping": "composer.algorithms.gradient_clipping",
@@ -148,6 +162,8 @@ _LAZY = {
     "LayerFreezingHparams": "composer.algorithms.layer_freezing",
     "MixUp": "composer.algorithms.mixup",
     "MixUpHparams": "composer.algorithms.mixup",
+    "NoOpModel": "composer.algorithms.no_op_model",
+    "NoOpModelHparams": "composer.algorithms.no_op_model",
     "ProgressiveResizing": "composer.algorithms.progressive_resizing",
     "ProgressiveResizingHparams": "composer.algorithms.progressive_resizing",
     "RandAugment": "composer.algorithms.randaugment",
@@ -167,6 +183,8 @@ _LAZY = {
     "StochasticDepthHparams": "composer.algorithms.stochastic_depth",
     "SWA": "composer.algorithms.swa",
     "SWAHparams": "composer.algorithms.swa",
+    "WeightStandardization": "composer.algorithms.weight_standardization",
+    "WeightStandardizationHparams": "composer.algorithms.weight_standardization",
 }
 
 _lazy_getattr, __dir__ = lazy_attributes(__name__, _LAZY, globals())

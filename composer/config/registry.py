@@ -21,11 +21,13 @@ from composer.algorithms import (
     CutMixHparams,
     CutOutHparams,
     EMAHparams,
+    FactorizeHparams,
     GhostBatchNormHparams,
     GradientClippingHparams,
     LabelSmoothingHparams,
     LayerFreezingHparams,
     MixUpHparams,
+    NoOpModelHparams,
     ProgressiveResizingHparams,
     RandAugmentHparams,
     SAMHparams,
@@ -35,6 +37,7 @@ from composer.algorithms import (
     SqueezeExciteHparams,
     StochasticDepthHparams,
     SWAHparams,
+    WeightStandardizationHparams,
 )
 from composer.callbacks import CALLBACK_HPARAMS
 from composer.config.datasets import (
@@ -73,11 +76,13 @@ ALGORITHM_HPARAMS: dict[str, type[Hparams]] = {
     "cutmix": CutMixHparams,
     "cutout": CutOutHparams,
     "ema": EMAHparams,
+    "factorize": FactorizeHparams,
     "ghost_batchnorm": GhostBatchNormHparams,
     "gradient_clipping": GradientClippingHparams,
     "label_smoothing": LabelSmoothingHparams,
     "layer_freezing": LayerFreezingHparams,
     "mixup": MixUpHparams,
+    "no_op_model": NoOpModelHparams,
     "progressive_resizing": ProgressiveResizingHparams,
     "randaugment": RandAugmentHparams,
     "sam": SAMHparams,
@@ -87,6 +92,7 @@ ALGORITHM_HPARAMS: dict[str, type[Hparams]] = {
     "squeeze_excite": SqueezeExciteHparams,
     "stochastic_depth": StochasticDepthHparams,
     "swa": SWAHparams,
+    "weight_standardization": WeightStandardizationHparams,
 }
 """YAML key -> algorithm config class (the same keys as :data:`composer.algorithms.ALGORITHMS`)."""
 

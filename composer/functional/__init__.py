@@ -8,11 +8,13 @@ from composer.algorithms.colout import colout
 from composer.algorithms.cutmix import cutmix_batch, cutmix_inputs, gen_cutmix_bbox
 from composer.algorithms.cutout import cutout
 from composer.algorithms.ema import compute_ema
+from composer.algorithms.factorize import apply_factorization
 from composer.algorithms.ghost_batchnorm import apply_ghost_batchnorm
 from composer.algorithms.gradient_clipping import apply_gradient_clipping
 from composer.algorithms.label_smoothing import smooth_labels
 from composer.algorithms.layer_freezing import freeze_layers
 from composer.algorithms.mixup import gen_interpolation_lambda, mix_targets, mixup_batch, mixup_inputs
+from composer.algorithms.no_op_model import no_op_model
 from composer.algorithms.progressive_resizing import resize_inputs
 from composer.algorithms.randaugment import randaugment, randaugment_image
 from composer.algorithms.sam import SAMOptimizer, sam_perturbation
@@ -22,17 +24,20 @@ from composer.algorithms.seq_length_warmup import apply_seq_length_warmup, set_b
 from composer.algorithms.squeeze_excite import apply_se
 from composer.algorithms.stochastic_depth import apply_stochastic_depth
 from composer.algorithms.swa import swa_annealed_lr, update_bn_statistics, update_swa_weights
+from composer.algorithms.weight_standardization import apply_weight_standardization
 
 __all__: list[str] = [
     "SAMOptimizer",
     "apply_alibi",
     "apply_blurpool",
     "apply_channels_last",
+    "apply_factorization",
     "apply_ghost_batchnorm",
     "apply_gradient_clipping",
     "apply_se",
     "apply_seq_length_warmup",
     "apply_stochastic_depth",
+    "apply_weight_standardization",
     "augment_and_mix",
     "augmix_image",
     "blur_2d",
@@ -47,6 +52,7 @@ __all__: list[str] = [
     "mix_targets",
     "mixup_batch",
     "mixup_inputs",
+    "no_op_model",
     "randaugment",
     "randaugment_image",
     "resize_inputs",

@@ -382,6 +382,14 @@ class Trainer:
         try:
             params_before = dict(model.named_parameters())
             self.engine.run_event(Event.INIT)
+            if self.state.model is not model:  # an algorithm replaced the model at INIT (NoOpModel): train that one
+                replacement = self.state.model
+                if not isinstance(replacement, ComposerModel):
+                    raise TypeError(
+                        f"An algorithm replaced the model at Event.INIT with a {type(replacement).__name__}, which is "
+                        "not a ComposerModel. An algorithm that swaps state.model must put a ComposerModel there."
+                    )
+                model = self._model = replacement
             if optimizers is None:
                 from composer.optim.decoupled_weight_decay import DecoupledSGDW
 

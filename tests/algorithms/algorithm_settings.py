@@ -104,17 +104,28 @@ def _vision_surgery(name: str) -> tuple[Any, Any, Any]:
     import torch
     from torch.utils.data import DataLoader, TensorDataset
 
-    from composer.algorithms import BlurPool, ChannelsLast, GhostBatchNorm, SqueezeExcite, StochasticDepth
+    from composer.algorithms import (
+        BlurPool,
+        ChannelsLast,
+        Factorize,
+        GhostBatchNorm,
+        SqueezeExcite,
+        StochasticDepth,
+        WeightStandardization,
+    )
     from composer.models.resnet_cifar import cifar_resnet
 
     algorithm = {
         "blurpool": lambda: BlurPool(replace_convs=True, replace_maxpools=True, blur_first=True),
         "channels_last": lambda: ChannelsLast(),
+        # ResNet-8's 32- and 64-channel convolutions at a quarter of their width, and the classifier at rank 2.
+        "factorize": lambda: Factorize(min_channels=32, latent_channels=0.25, min_features=8, latent_features=2),
         "ghost_batchnorm": lambda: GhostBatchNorm(ghost_batch_size=2),
         "squeeze_excite": lambda: SqueezeExcite(latent_channels=8, min_channels=32),
         "stochastic_depth": lambda: StochasticDepth(
             stochastic_method="block", target_layer_name="ResNetBasicBlock", drop_rate=0.5, drop_warmup=0.5
         ),
+        "weight_standardization": lambda: WeightStandardization(n_last_layers_ignore=0),
     }[name]()
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(0)
@@ -143,6 +154,20 @@ def _language_model(name: str) -> tuple[Any, Any, Any]:
     return algorithm, model, DataLoader(data, batch_size=4)
 
 
+def _no_op_model(name: str) -> tuple[Any, Any, Any]:
+    # The stand-in replaces ResNet-8 at INIT; it trains on the same 16x16 images (2 batches of 4).
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from composer.algorithms import NoOpModel
+    from composer.models.resnet_cifar import cifar_resnet
+
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    data = TensorDataset(torch.randn(8, 3, 16, 16, generator=g), torch.randint(0, 10, (8,), generator=g))
+    return {"no_op_model": NoOpModel}[name](), cifar_resnet(depth=8, num_classes=10), DataLoader(data, batch_size=4)
+
+
 # name -> () -> (algorithm instance, ComposerModel, train dataloader)
 SETTINGS: dict[str, Callable[[], tuple[Any, Any, Any]]] = {
     "augmix": lambda: _dataset_augmentation("augmix"),
@@ -162,9 +187,12 @@ SETTINGS: dict[str, Callable[[], tuple[Any, Any, Any]]] = {
     "swa": lambda: _optimization("swa"),
     "blurpool": lambda: _vision_surgery("blurpool"),
     "channels_last": lambda: _vision_surgery("channels_last"),
+    "factorize": lambda: _vision_surgery("factorize"),
     "ghost_batchnorm": lambda: _vision_surgery("ghost_batchnorm"),
     "squeeze_excite": lambda: _vision_surgery("squeeze_excite"),
     "stochastic_depth": lambda: _vision_surgery("stochastic_depth"),
+    "weight_standardization": lambda: _vision_surgery("weight_standardization"),
+    "no_op_model": lambda: _no_op_model("no_op_model"),
     "alibi": lambda: _language_model("alibi"),
     "seq_length_warmup": lambda: _language_model("seq_length_warmup"),
 }

@@ -12,7 +12,8 @@ one with ``grad_accum=2``:
 :data:`SETTINGS` says, for each name in ``composer.algorithms.ALGORITHMS``, which matrix it belongs to and how to
 build it so that it fires within the run (start fractions 0, short intervals). A method registered without an entry
 here makes ``test_every_registered_method_has_a_composition_setting`` fail; add one with one small edit, and both
-matrices pick it up.
+matrices pick it up. :data:`EXCLUDED` names the few registered methods kept out of the matrices, each with the reason
+(NoOpModel, which replaces the model).
 
 :func:`run_pair` trains one run and reports an :class:`Outcome`; :func:`problem` says what is wrong with it, if
 anything. ``tests/algorithms/test_composition.py`` runs the matrices in the suite, ``scripts/composition_matrix.py``
@@ -44,6 +45,7 @@ from composer.algorithms import (
     ColOut,
     CutMix,
     CutOut,
+    Factorize,
     GhostBatchNorm,
     GradientClipping,
     LabelSmoothing,
@@ -56,6 +58,7 @@ from composer.algorithms import (
     SeqLengthWarmup,
     SqueezeExcite,
     StochasticDepth,
+    WeightStandardization,
 )
 from composer.core import Algorithm, Callback, Logger, State
 from composer.datasets import ByteTextDataset, SyntheticClassificationDataset
@@ -63,6 +66,7 @@ from composer.models import GPT, ComposerModel, GPTConfig
 from composer.models.resnet_cifar import cifar_resnet
 
 __all__ = [
+    "EXCLUDED",
     "EXPECTED_REFUSALS",
     "GRAD_ACCUMS",
     "IMAGE",
@@ -129,6 +133,11 @@ SETTINGS: dict[str, MethodSetting] = {
     "colout": MethodSetting(IMAGE, lambda model: ColOut(p_row=0.25, p_col=0.25, batch=True)),
     "cutmix": MethodSetting(IMAGE, lambda model: CutMix(alpha=1.0)),
     "cutout": MethodSetting(IMAGE, lambda model: CutOut(n_holes=1, length=4)),
+    # ResNet-8's convolutions with 32 or more channels at a quarter of their width; the 64 -> 4 classifier at rank 2.
+    "factorize": MethodSetting(
+        IMAGE,
+        lambda model: Factorize(min_channels=32, latent_channels=0.25, min_features=4, latent_features=2),
+    ),
     "ghost_batchnorm": MethodSetting(IMAGE, lambda model: GhostBatchNorm(ghost_batch_size=2)),
     "label_smoothing": MethodSetting(IMAGE, lambda model: LabelSmoothing(alpha=0.1)),
     # Freezes at EPOCH_END, which fires once the 2 batches are done.
@@ -149,6 +158,7 @@ SETTINGS: dict[str, MethodSetting] = {
             stochastic_method="block", target_layer_name="ResNetBasicBlock", drop_rate=0.5, drop_warmup=0.5
         ),
     ),
+    "weight_standardization": MethodSetting(IMAGE, lambda model: WeightStandardization(n_last_layers_ignore=0)),
     # Optimization methods, in both matrices.
     "ema": MethodSetting(OPTIMIZATION, lambda model: EMA(half_life="1ba")),
     "gradient_clipping": MethodSetting(
@@ -168,6 +178,17 @@ SETTINGS: dict[str, MethodSetting] = {
         lambda model: SeqLengthWarmup(duration=0.5, min_seq_length=8, max_seq_length=16, step_size=4, truncate=False),
     ),
 }
+
+
+EXCLUDED: dict[str, str] = {
+    "no_op_model": (
+        "NoOpModel replaces the model with a one-parameter stand-in, a benchmarking tool: every surgery method "
+        "listed after it finds nothing to change, and whatever is listed before it changes a model that is not "
+        "trained, so a pair says nothing about composition (tests/algorithms/test_no_op_model.py says what it does "
+        "with surgery methods)"
+    ),
+}
+"""Registered methods kept out of both matrices, with the reason."""
 
 
 @dataclass(frozen=True, order=True)

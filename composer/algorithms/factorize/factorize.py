@@ -1,0 +1,262 @@
+"""Factorize: replace a model's large ``Conv2d`` and ``Linear`` layers by low-rank factorizations of themselves.
+
+A dense layer with ``fan_in`` inputs and ``out`` outputs per position costs ``fan_in * out`` multiply-adds; its
+factorization through ``latent`` channels or features costs ``latent * (fan_in + out)``, less whenever ``latent`` is
+below the break-even rank ``fan_in * out / (fan_in + out)``. :func:`apply_factorization` swaps every layer large
+enough (``min(in, out)`` at least ``min_channels`` / ``min_features``) whose factorization at the requested latent
+size would be smaller, for :class:`FactorizedConv2d` / :class:`FactorizedLinear` initialised from the layer's own
+weights by truncated SVD, so the model computes the best rank-``latent`` approximation of what it computed before.
+:class:`Factorize` does that at ``Event.INIT``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from composer.algorithms.factorize.factorized_layers import FactorizedConv2d, FactorizedLinear, max_useful_rank
+from composer.core.algorithm import Algorithm
+from composer.core.event import Event
+from composer.core.hparams import Hparams, hparams
+from composer.core.logging.logger import Logger
+from composer.core.state import State
+from composer.utils.module_surgery import ReplacementPolicy, replace_module_classes
+
+__all__ = ["Factorize", "FactorizeHparams", "apply_factorization", "latent_size"]
+
+
+def _check_latent(name: str, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(
+            f"{name}={value!r} must be positive: a fraction of min(in, out) in (0, 1), such as 0.25, or an "
+            "absolute size, a whole number of at least 1, such as 64."
+        )
+    if value >= 1 and value != int(value):
+        raise ValueError(
+            f"{name}={value!r} is neither a fraction in (0, 1) nor a whole number: pass a fraction of min(in, out) "
+            f"such as 0.25, or an absolute size such as {int(value)}."
+        )
+
+
+def _check_min(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name}={value!r} must be an int of at least 1, such as 256.")
+
+
+def latent_size(latent: float, in_size: int, out_size: int) -> int:
+    """The latent size a factorization uses: a fraction of ``min(in_size, out_size)``, or an absolute size.
+
+    Args:
+        latent: Below 1, a fraction: ``max(1, int(latent * min(in_size, out_size)))``; from 1 up, the size itself
+            (a whole number).
+        in_size: Input channels or features of the layer.
+        out_size: Output channels or features of the layer.
+
+    Returns:
+        int: The latent size.
+
+    Example:
+        >>> latent_size(0.25, 512, 256), latent_size(128, 512, 256), latent_size(0.001, 64, 64)
+        (64, 128, 1)
+    """
+    _check_latent("latent", latent)
+    if latent < 1:
+        return max(1, int(latent * min(in_size, out_size)))
+    return int(latent)
+
+
+def apply_factorization(
+    model: nn.Module,
+    factorize_convs: bool = True,
+    factorize_linears: bool = True,
+    min_channels: int = 256,
+    latent_channels: float = 0.25,
+    min_features: int = 256,
+    latent_features: float = 128,
+    optimizers: torch.optim.Optimizer | Sequence[torch.optim.Optimizer] | None = None,
+) -> nn.Module:
+    """Replaces the large ``Conv2d`` and ``Linear`` layers of ``model`` by SVD-initialised factorizations, in place.
+
+    A ``Conv2d`` (exactly that class, ``groups == 1``) becomes a :class:`FactorizedConv2d` when
+    ``min(in_channels, out_channels) >= min_channels`` and the latent size
+    ``latent_size(latent_channels, in_channels, out_channels)`` is at most
+    ``max_useful_rank(in_channels * kh * kw, out_channels)``, that is when the factorization has fewer weights and
+    multiply-adds. A ``Linear`` (exactly that class) becomes a :class:`FactorizedLinear` under the same rule with
+    ``min_features`` and ``latent_features``. Subclasses (for example attention's output projection, or a layer
+    with a parametrization such as weight standardization) are left alone, and so are layers inside factorized
+    ones, so applying it twice changes nothing more. The replacements compute the best approximation of the
+    original layers at their rank (truncated SVD). Pass the optimizers that already train ``model`` so that they
+    train the new parameters (their state for the replaced weights is dropped).
+
+    Args:
+        model: The model to modify.
+        factorize_convs: Whether to factorize ``Conv2d`` layers.
+        factorize_linears: Whether to factorize ``Linear`` layers.
+        min_channels: The least ``min(in_channels, out_channels)`` a convolution needs to be factorized.
+        latent_channels: Latent channels of a factorized convolution: a fraction of ``min(in, out)`` if below 1,
+            else the number itself (see :func:`latent_size`).
+        min_features: The least ``min(in_features, out_features)`` a linear layer needs to be factorized.
+        latent_features: Latent features of a factorized linear layer, as ``latent_channels``.
+        optimizers: Optimizers already training ``model``, kept in step (see
+            :func:`~composer.utils.replace_module_classes`).
+
+    Returns:
+        nn.Module: ``model``.
+
+    Example:
+        >>> model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+        >>> _ = apply_factorization(model, min_features=32, latent_features=0.25)
+        >>> [type(layer).__name__ for layer in model]  # the 64 -> 10 layer is too narrow (10 < 32)
+        ['FactorizedLinear', 'ReLU', 'Linear']
+        >>> model[0].linear0.weight.shape, model[0].linear1.weight.shape  # rank 0.25 * 64
+        (torch.Size([16, 64]), torch.Size([64, 16]))
+    """
+    _check_min("min_channels", min_channels)
+    _check_min("min_features", min_features)
+    _check_latent("latent_channels", latent_channels)
+    _check_latent("latent_features", latent_features)
+    inside = {
+        id(child)
+        for module in model.modules()
+        if isinstance(module, (FactorizedConv2d, FactorizedLinear))
+        for child in module.modules()
+    }
+
+    def conv_policy(module: nn.Module, index: int) -> nn.Module | None:
+        if type(module) is not nn.Conv2d or id(module) in inside or module.groups != 1:
+            return None
+        if min(module.in_channels, module.out_channels) < min_channels:
+            return None
+        latent = latent_size(latent_channels, module.in_channels, module.out_channels)
+        kh, kw = module.kernel_size
+        if latent > max_useful_rank(module.in_channels * kh * kw, module.out_channels):
+            return None
+        return FactorizedConv2d.from_conv2d(module, latent)
+
+    def linear_policy(module: nn.Module, index: int) -> nn.Module | None:
+        if type(module) is not nn.Linear or id(module) in inside:
+            return None
+        if min(module.in_features, module.out_features) < min_features:
+            return None
+        latent = latent_size(latent_features, module.in_features, module.out_features)
+        if latent > max_useful_rank(module.in_features, module.out_features):
+            return None
+        return FactorizedLinear.from_linear(module, latent)
+
+    policies: dict[type[nn.Module], ReplacementPolicy] = {}
+    if factorize_convs:
+        policies[nn.Conv2d] = conv_policy
+    if factorize_linears:
+        policies[nn.Linear] = linear_policy
+    if policies:
+        replace_module_classes(model, policies, optimizers=optimizers)
+    return model
+
+
+class Factorize(Algorithm):
+    """Factorizes a model's large ``Conv2d`` and ``Linear`` layers into low-rank pairs, to save compute.
+
+    Calls :func:`apply_factorization` at ``Event.INIT``, before the Trainer builds (or updates) the optimizer, so
+    the new layers are trained. Logs ``factorize/num_conv2d_replacements`` and
+    ``factorize/num_linear_replacements`` (the factorized layers the model has).
+
+    Args:
+        factorize_convs: Whether to factorize ``Conv2d`` layers.
+        factorize_linears: Whether to factorize ``Linear`` layers.
+        min_channels: The least ``min(in_channels, out_channels)`` a convolution needs to be factorized.
+        latent_channels: Latent channels: a fraction of ``min(in, out)`` if below 1, else the number itself.
+        min_features: The least ``min(in_features, out_features)`` a linear layer needs to be factorized.
+        latent_features: Latent features: a fraction of ``min(in, out)`` if below 1, else the number itself.
+
+    Example:
+        >>> from composer import Trainer
+        >>> from composer.models import simple_cnn
+        >>> from torch.utils.data import DataLoader, TensorDataset
+        >>> model = simple_cnn(in_channels=1, widths=(16, 32, 64), num_classes=10)
+        >>> data = DataLoader(TensorDataset(torch.randn(8, 1, 16, 16), torch.randint(0, 10, (8,))), batch_size=4)
+        >>> algorithm = Factorize(min_channels=32, latent_channels=0.25, factorize_linears=False)
+        >>> trainer = Trainer(model=model, train_dataloader=data, max_duration="1ep", algorithms=[algorithm],
+        ...                   progress_bar=False)
+        >>> trainer.fit()
+        >>> sum(isinstance(m, FactorizedConv2d) for m in model.modules())  # the 32 -> 64 convolution
+        1
+    """
+
+    def __init__(
+        self,
+        factorize_convs: bool = True,
+        factorize_linears: bool = True,
+        min_channels: int = 256,
+        latent_channels: float = 0.25,
+        min_features: int = 256,
+        latent_features: float = 128,
+    ) -> None:
+        _check_min("min_channels", min_channels)
+        _check_min("min_features", min_features)
+        _check_latent("latent_channels", latent_channels)
+        _check_latent("latent_features", latent_features)
+        self.factorize_convs = factorize_convs
+        self.factorize_linears = factorize_linears
+        self.min_channels = min_channels
+        self.latent_channels = float(latent_channels)
+        self.min_features = min_features
+        self.latent_features = float(latent_features)
+
+    def match(self, event: Event, state: State) -> bool:
+        """Runs once, at ``Event.INIT``."""
+        return event == Event.INIT
+
+    def apply(self, event: Event, state: State, logger: Logger) -> None:
+        """Factorizes the eligible layers; logs how many factorized layers of each kind the model has."""
+        apply_factorization(
+            state.model,
+            factorize_convs=self.factorize_convs,
+            factorize_linears=self.factorize_linears,
+            min_channels=self.min_channels,
+            latent_channels=self.latent_channels,
+            min_features=self.min_features,
+            latent_features=self.latent_features,
+        )
+        logger.metric_fit(
+            {
+                "factorize/num_conv2d_replacements": sum(
+                    isinstance(m, FactorizedConv2d) for m in state.model.modules()
+                ),
+                "factorize/num_linear_replacements": sum(
+                    isinstance(m, FactorizedLinear) for m in state.model.modules()
+                ),
+            }
+        )
+
+
+@hparams
+class FactorizeHparams(Hparams):
+    """See :class:`Factorize`.
+
+    Example:
+        >>> FactorizeHparams(min_channels=64).initialize_object()  # doctest: +NORMALIZE_WHITESPACE
+        Factorize(factorize_convs=True, factorize_linears=True, min_channels=64, latent_channels=0.25,
+                  min_features=256, latent_features=128.0)
+    """
+
+    factorize_convs: bool = True
+    factorize_linears: bool = True
+    min_channels: int = 256
+    latent_channels: float = 0.25
+    min_features: int = 256
+    latent_features: float = 128
+
+    def validate(self) -> None:
+        """Checks that the minimum sizes are at least 1 and the latent sizes fractions or whole numbers."""
+        _check_min("min_channels", self.min_channels)
+        _check_min("min_features", self.min_features)
+        _check_latent("latent_channels", self.latent_channels)
+        _check_latent("latent_features", self.latent_features)
+
+    def initialize_object(self) -> Factorize:
+        """Builds the :class:`Factorize` algorithm."""
+        return Factorize(**dataclasses.asdict(self))
