@@ -36,6 +36,7 @@ def example_fields(kind: str, name: str, tmp_path: Path) -> dict[str, Any]:
     examples: dict[tuple[str, str], dict[str, Any]] = {
         ("algorithms", "alibi"): _ALIBI_FOR_GPT,
         ("algorithms", "cutout"): {"n_holes": 1, "length": 4},
+        ("callbacks", "generate"): {"prompts": ["def ", "import "], "max_new_tokens": 4},
         ("algorithms", "ghost_batchnorm"): {"ghost_batch_size": 2},
         ("algorithms", "gradient_clipping"): {"clipping_type": "norm", "clipping_threshold": 1.0},
         ("algorithms", "label_smoothing"): {"alpha": 0.1},
