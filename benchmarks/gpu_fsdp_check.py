@@ -13,9 +13,11 @@ device (TF32 off, so the comparisons are float32-exact up to reduction order):
 * ``fsdp_cpu_offload``: ``cpu_offload=True``: the shards live on the CPU and the step runs;
 * ``auto_microbatch``: ``Trainer(grad_accum='auto')`` on a batch about twice too big for the GPU (sized from its
   free memory): grad_accum=1 runs out of memory, 'auto' finds a count that fits and trains to the weights of a run
-  with that count fixed (CUDA only).
+  with that count fixed (CUDA only);
 * ``optimizer_step_kinds``: DecoupledSGDW and DecoupledAdamW with ``foreach=True`` and ``fused=True`` on the device
-  train to the for-loop step's weights, and the default (None) takes the foreach step on CUDA (issue 20).
+  train to the for-loop step's weights, and the default (None) takes the foreach step on CUDA (issue 20);
+* ``monitors``: OptimizerMonitor's norms on the GPU match the gradients read on the host; ActivationMonitor logs;
+  SystemMetricsMonitor reports this GPU's utilisation and memory through NVML (CUDA only).
 
 It prints one line per check and a JSON summary, and exits 1 when a check fails. ``--device cpu`` runs the same
 checks on gloo (no CPU offload) to try the script without a GPU.
@@ -233,6 +235,47 @@ def check_optimizer_step_kinds(device: torch.device, steps: int) -> str:
     return f"max |foreach or fused - for-loop| = {max(diffs):.2e}; default foreach on {device.type}: {on_cuda}"
 
 
+def check_monitors(device: torch.device, steps: int) -> str:
+    """OptimizerMonitor, ActivationMonitor and SystemMetricsMonitor on the GPU: the norms match the gradients read
+    on the host, and NVML reports this GPU's utilisation and memory."""
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from composer import Trainer
+    from composer.callbacks import ActivationMonitor, OptimizerMonitor, SystemMetricsMonitor
+    from composer.loggers import InMemoryLogger
+    from composer.models import ComposerClassifier
+
+    if device.type != "cuda":
+        return "skipped: NVML and device-side norms need CUDA"
+    g = torch.Generator().manual_seed(4)
+    data = TensorDataset(torch.randn(64, 32, generator=g), torch.randint(10, (64,), generator=g))
+    model = ComposerClassifier(_model(device), num_classes=10)
+    memory = InMemoryLogger()
+    trainer = Trainer(
+        model=model,
+        train_dataloader=DataLoader(data, batch_size=16),
+        optimizers=torch.optim.SGD(model.parameters(), lr=0.1),
+        max_duration=f"{max(steps, 2)}ba",
+        callbacks=[OptimizerMonitor("1ba"), ActivationMonitor("1ba"), SystemMetricsMonitor("1ba")],
+        loggers=[memory],
+        device=device,
+        progress_bar=False,
+    )
+    trainer.fit()
+    grad_norm = sum(float(p.grad.double().square().sum()) for p in model.parameters()) ** 0.5
+    trainer.close()
+    logged = memory.values("l2_norm/grad/global")[-1]
+    assert abs(logged - grad_norm) <= 1e-4 * grad_norm, f"grad norm {logged} != {grad_norm} from the host"
+    assert memory.values("activations/max/module.0")[-1] > 0
+    index = device.index or 0
+    gpu = [key for key in memory.data if key.startswith(f"system/gpu{index}/")]
+    assert gpu, f"no system/gpu{index}/ values: is nvidia-ml-py installed (pip install 'opencomposer[loggers]')?"
+    utilization = memory.values(f"system/gpu{index}/utilization_percent")[-1]
+    used = memory.values(f"system/gpu{index}/memory_used_bytes")[-1]
+    assert 0 <= utilization <= 100 and used > 0, (utilization, used)
+    return f"grad norm {logged:.6f} (host {grad_norm:.6f}); GPU {index}: {utilization:.0f}% busy, {used / 2**30:.2f} GiB used"
+
+
 CHECKS: dict[str, Callable[[torch.device, int], str]] = {
     "nccl_init": check_nccl_init,
     "ddp": check_ddp,
@@ -241,6 +284,7 @@ CHECKS: dict[str, Callable[[torch.device, int], str]] = {
     "fsdp_cpu_offload": check_fsdp_cpu_offload,
     "auto_microbatch": check_auto_microbatch,
     "optimizer_step_kinds": check_optimizer_step_kinds,
+    "monitors": check_monitors,
 }
 
 

@@ -33,7 +33,20 @@ from composer.callbacks.optimizer_monitor import (
     snapshot_parameters,
     tensor_norms,
 )
+from composer.callbacks.runtime_estimator import (
+    RuntimeEstimator,
+    RuntimeEstimatorHparams,
+    estimate_remaining_seconds,
+    remaining_schedule,
+)
 from composer.callbacks.speed_monitor import SpeedMonitor, SpeedMonitorHparams
+from composer.callbacks.system_metrics_monitor import (
+    SystemMetricsMonitor,
+    SystemMetricsMonitorHparams,
+    gpu_metrics,
+    open_nvml,
+    system_metrics,
+)
 from composer.callbacks.threshold_stopper import ThresholdStopper, ThresholdStopperHparams
 from composer.core.callback import Callback
 from composer.core.hparams import Hparams
@@ -67,23 +80,32 @@ __all__ = [
     "NonFiniteLossError",
     "OptimizerMonitor",
     "OptimizerMonitorHparams",
+    "RuntimeEstimator",
+    "RuntimeEstimatorHparams",
     "SpeedMonitor",
     "SpeedMonitorHparams",
+    "SystemMetricsMonitor",
+    "SystemMetricsMonitorHparams",
     "ThresholdStopper",
     "ThresholdStopperHparams",
     "activation_stats",
+    "estimate_remaining_seconds",
     "generate",
+    "gpu_metrics",
     "grad_norms",
     "infer_mode",
     "known_metric_names",
     "log_images",
     "make_image_grid",
     "memory_usage",
+    "open_nvml",
     "optimizer_norms",
     "parameter_updates",
+    "remaining_schedule",
     "sample_input_from_batch",
     "select_modules",
     "snapshot_parameters",
+    "system_metrics",
     "tensor_norms",
 ]
 
@@ -99,7 +121,9 @@ CALLBACKS: dict[str, type[Callback]] = {
     "memory_monitor": MemoryMonitor,
     "nan_monitor": NaNMonitor,
     "optimizer_monitor": OptimizerMonitor,
+    "runtime_estimator": RuntimeEstimator,
     "speed_monitor": SpeedMonitor,
+    "system_metrics_monitor": SystemMetricsMonitor,
     "threshold_stopper": ThresholdStopper,
 }
 """The callback registry: each name a recipe's ``callbacks:`` may use, mapped to its class."""
@@ -116,7 +140,9 @@ CALLBACK_HPARAMS: dict[str, type[Hparams]] = {
     "memory_monitor": MemoryMonitorHparams,
     "nan_monitor": NaNMonitorHparams,
     "optimizer_monitor": OptimizerMonitorHparams,
+    "runtime_estimator": RuntimeEstimatorHparams,
     "speed_monitor": SpeedMonitorHparams,
+    "system_metrics_monitor": SystemMetricsMonitorHparams,
     "threshold_stopper": ThresholdStopperHparams,
 }
 """Each registry name mapped to the config class (``*Hparams``) that builds its callback from a recipe."""

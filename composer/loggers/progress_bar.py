@@ -20,6 +20,7 @@ __all__ = ["ProgressBarLogger", "ProgressBarLoggerHparams", "eval_title", "forma
 
 _BACKENDS = ("auto", "tqdm", "rich")
 _LOSS = "loss/train"
+_ETA = "time/eta"  # logged by the RuntimeEstimator callback: the whole run's time left, evaluations included
 
 
 def format_seconds(seconds: float) -> str:
@@ -65,7 +66,9 @@ class ProgressBarLogger(LoggerDestination):
         Eval at epoch 1, batch 468: 1/1 batches, Accuracy=0.5000, CrossEntropy=1.0986, 00:00
 
     An epoch line shows the batches done in the epoch, the latest loss, the epoch's training time and the ETA of the
-    whole run, from the training time so far (evaluation excluded). An evaluation is named ``Eval``, followed by its
+    whole run, from the training time so far (evaluation excluded). With a
+    :class:`~composer.callbacks.RuntimeEstimator` among the callbacks, the ETA is its ``time/eta`` (evaluations to come
+    included), and bars show it after the loss as ``eta=``. An evaluation is named ``Eval``, followed by its
     evaluator's label unless that is the default ``'eval'`` (``Eval val at ...``). Bars redraw at
     most every ``refresh_seconds``. The bar takes the loss only at the batches where it shows it (a redraw, the last
     batch of an epoch) and reads it from the device only then, so it adds no device synchronisation, and almost no
@@ -210,6 +213,8 @@ class ProgressBarLogger(LoggerDestination):
 
     def _train_postfix(self) -> str:
         parts = [f"loss={_number(self._latest[_LOSS])}"] if _LOSS in self._latest else []
+        if _ETA in self._latest:
+            parts.append(f"eta={format_seconds(float(to_builtin(self._latest[_ETA])))}")
         for key, value in self._latest.items():
             if key.startswith("metrics/") and key in self._fresh_metrics:
                 parts.append(f"{key.removeprefix('metrics/')}={_number(value)}")
@@ -291,7 +296,11 @@ class ProgressBarLogger(LoggerDestination):
             parts.append(f"loss={_number(self._latest[_LOSS])}")
         epoch_seconds = self._epoch_seconds()
         parts.append(format_seconds(epoch_seconds))
-        parts.append(f"ETA {format_seconds(self._eta(state, self._train_seconds + epoch_seconds))}")
+        if _ETA in self._latest:  # the RuntimeEstimator's, which counts the evaluations to come
+            eta = float(to_builtin(self._latest[_ETA]))
+        else:
+            eta = self._eta(state, self._train_seconds + epoch_seconds)
+        parts.append(f"ETA {format_seconds(eta)}")
         return f"Epoch {self._epoch_index}: {', '.join(parts)}"
 
     @staticmethod

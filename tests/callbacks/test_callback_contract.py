@@ -8,6 +8,7 @@ anything and stop the run through ``state.stop_training``, and nothing else (STY
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import io
 import os
@@ -47,7 +48,9 @@ SETTINGS: dict[str, Any] = {
     "memory_monitor": lambda tmp: CALLBACKS["memory_monitor"](),
     "nan_monitor": lambda tmp: CALLBACKS["nan_monitor"](),
     "optimizer_monitor": lambda tmp: CALLBACKS["optimizer_monitor"](log_interval="1ba"),
+    "runtime_estimator": lambda tmp: CALLBACKS["runtime_estimator"](skip_batches=1),
     "speed_monitor": lambda tmp: CALLBACKS["speed_monitor"](window_size=2),
+    "system_metrics_monitor": lambda tmp: CALLBACKS["system_metrics_monitor"](log_interval="1ba"),
     "threshold_stopper": lambda tmp: CALLBACKS["threshold_stopper"]("loss/train", threshold=-1.0),
     "console": lambda tmp: LOGGERS["console"](log_level="batch", stream=io.StringIO()),
     "csv": lambda tmp: LOGGERS["csv"](tmp / "metrics.csv"),
@@ -63,6 +66,7 @@ SETTINGS: dict[str, Any] = {
     "wandb": lambda tmp: LOGGERS["wandb"](dir=tmp),
 }
 NEEDS = {
+    "system_metrics_monitor": (lambda: importlib.util.find_spec("psutil") is not None, "psutil"),
     "mlflow": (is_mlflow_available, "mlflow"),
     "tensorboard": (is_tensorboard_available, "tensorboard"),
     "wandb": (is_wandb_available, "wandb"),
