@@ -11,6 +11,9 @@ device (TF32 off, so the comparisons are float32-exact up to reduction order):
   to the unwrapped result, and the gathered full state dict loads into an unwrapped model;
 * ``fsdp_bf16``: ``param_dtype='bf16'``: forward sees bfloat16 weights, the shards stay float32, close to float32;
 * ``fsdp_cpu_offload``: ``cpu_offload=True``: the shards live on the CPU and the step runs;
+* ``low_precision_norms``: LowPrecisionLayerNorm and LowPrecisionGroupNorm under fp16 and bf16 autocast: the output
+  has the autocast dtype (plain ``nn.LayerNorm``/``nn.GroupNorm`` give float32 there on CUDA), is within 4 unit
+  roundoffs of float32, and the forward + backward time of a large LayerNorm against the plain one is reported;
 * ``auto_microbatch``: ``Trainer(grad_accum='auto')`` on a batch about twice too big for the GPU (sized from its
   free memory): grad_accum=1 runs out of memory, 'auto' finds a count that fits and trains to the weights of a run
   with that count fixed (CUDA only);
@@ -130,6 +133,57 @@ def check_fsdp_cpu_offload(device: torch.device, steps: int) -> str:
     diff = _max_diff(full_model_state_dict(model), _reference(device, steps))
     assert diff < 1e-4, f"offloaded FSDP differs by {diff}"
     return f"shards on cpu, max |offload - unwrapped| = {diff:.2e}"
+
+
+def check_low_precision_norms(device: torch.device, steps: int) -> str:
+    """The low-precision norms against float32 under each half dtype, and a large LayerNorm's time against plain."""
+    from composer.algorithms.low_precision_groupnorm import LowPrecisionGroupNormModule
+    from composer.algorithms.low_precision_layernorm import LowPrecisionLayerNormModule
+
+    roundoff = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8}
+    generator = torch.Generator().manual_seed(0)
+    details = []
+    for dtype, unit in roundoff.items():
+        norms = [
+            (nn.LayerNorm(256), LowPrecisionLayerNormModule, torch.randn(16, 32, 256, generator=generator)),
+            (nn.GroupNorm(8, 64), LowPrecisionGroupNormModule, torch.randn(16, 64, 8, 8, generator=generator)),
+        ]
+        for plain, low_class, x in norms:
+            plain = plain.to(device)
+            with torch.no_grad():
+                plain.weight.uniform_(0.5, 1.5)
+                plain.bias.normal_(0.0, 0.5)
+            low = (
+                low_class.from_layernorm(plain) if isinstance(plain, nn.LayerNorm) else low_class.from_groupnorm(plain)
+            )  # type: ignore[attr-defined]
+            x = (x * 3 + 1).to(device)
+            reference = plain(x)
+            with torch.autocast(device.type, dtype=dtype):
+                out, plain_out = low(x), plain(x)
+            assert out.dtype == dtype, (type(low).__name__, out.dtype)
+            if device.type == "cuda":
+                assert plain_out.dtype == torch.float32, plain_out.dtype  # autocast upcasts the plain norm
+            error = (out.float() - reference).abs().max().item()
+            assert error <= 4 * unit * (1 + reference.abs().max().item()), (type(low).__name__, dtype, error)
+            details.append(f"{type(plain).__name__} {str(dtype)[6:]} max err {error:.1e}")
+    # Time: forward + backward of a (64, 1024, 1024) LayerNorm in bf16 autocast, low precision against plain.
+    if device.type == "cuda":
+        plain = nn.LayerNorm(1024).to(device)
+        low = LowPrecisionLayerNormModule.from_layernorm(plain)
+        x = torch.randn(64, 1024, 1024, device=device, requires_grad=True)
+        times = {}
+        for name, module in (("plain", plain), ("low", low), ("plain", plain), ("low", low)):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            for _ in range(max(steps, 10)):
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    module(x).float().sum().backward()
+            torch.cuda.synchronize()
+            times[name] = (time.perf_counter() - start) / max(steps, 10)
+        details.append(
+            f"LayerNorm(1024) on 64x1024 rows, bf16 fwd+bwd: low/plain time {times['low'] / times['plain']:.2f}"
+        )
+    return "; ".join(details)
 
 
 def _wide_model(width: int, depth: int) -> nn.Module:
@@ -282,6 +336,7 @@ CHECKS: dict[str, Callable[[torch.device, int], str]] = {
     "fsdp": check_fsdp,
     "fsdp_bf16": check_fsdp_bf16,
     "fsdp_cpu_offload": check_fsdp_cpu_offload,
+    "low_precision_norms": check_low_precision_norms,
     "auto_microbatch": check_auto_microbatch,
     "optimizer_step_kinds": check_optimizer_step_kinds,
     "monitors": check_monitors,

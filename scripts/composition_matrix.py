@@ -3,8 +3,8 @@
 Every ordered pair of registered methods trains a fresh ResNet-8 (image and optimization methods) or one-layer GPT
 (language methods with optimization and language methods) for 2 batches, with ``grad_accum`` 1 and 2, in the setting
 of ``tests/algorithms/composition_settings.py``; the suite's ``tests/algorithms/test_composition.py`` runs the same
-checks (a sample of them once the matrices outgrow CI's budget). 25-60 ms a run on one CPU thread: today's 968 runs
-take under a minute.
+checks (a sample of them once the matrices outgrow CI's budget). 25-60 ms a run on one CPU thread: today's 1152 runs
+take about a minute.
 
 Usage::
 

@@ -27,10 +27,14 @@ if TYPE_CHECKING:
     from composer.algorithms.cutout import CutOut, CutOutHparams
     from composer.algorithms.ema import EMA, EMAHparams
     from composer.algorithms.factorize import Factorize, FactorizeHparams
+    from composer.algorithms.gated_linear_units import GatedLinearUnits, GatedLinearUnitsHparams
     from composer.algorithms.ghost_batchnorm import GhostBatchNorm, GhostBatchNormHparams
     from composer.algorithms.gradient_clipping import GradientClipping, GradientClippingHparams
+    from composer.algorithms.gyro_dropout import GyroDropout, GyroDropoutHparams
     from composer.algorithms.label_smoothing import LabelSmoothing, LabelSmoothingHparams
     from composer.algorithms.layer_freezing import LayerFreezing, LayerFreezingHparams
+    from composer.algorithms.low_precision_groupnorm import LowPrecisionGroupNorm, LowPrecisionGroupNormHparams
+    from composer.algorithms.low_precision_layernorm import LowPrecisionLayerNorm, LowPrecisionLayerNormHparams
     from composer.algorithms.mixup import MixUp, MixUpHparams
     from composer.algorithms.no_op_model import NoOpModel, NoOpModelHparams
     from composer.algorithms.progressive_resizing import ProgressiveResizing, ProgressiveResizingHparams
@@ -69,14 +73,22 @@ __all__ = [
     "EMAHparams",
     "Factorize",
     "FactorizeHparams",
+    "GatedLinearUnits",
+    "GatedLinearUnitsHparams",
     "GhostBatchNorm",
     "GhostBatchNormHparams",
     "GradientClipping",
     "GradientClippingHparams",
+    "GyroDropout",
+    "GyroDropoutHparams",
     "LabelSmoothing",
     "LabelSmoothingHparams",
     "LayerFreezing",
     "LayerFreezingHparams",
+    "LowPrecisionGroupNorm",
+    "LowPrecisionGroupNormHparams",
+    "LowPrecisionLayerNorm",
+    "LowPrecisionLayerNormHparams",
     "MixUp",
     "MixUpHparams",
     "NoOpModel",
@@ -128,6 +140,10 @@ ALGORITHM_CLASS_NAMES: dict[str, str] = {
     "factorize": "Factorize",
     "weight_standardization": "WeightStandardization",
     "no_op_model": "NoOpModel",
+    "gated_linear_units": "GatedLinearUnits",
+    "low_precision_layernorm": "LowPrecisionLayerNorm",
+    "low_precision_groupnorm": "LowPrecisionGroupNorm",
+    "gyro_dropout": "GyroDropout",
 }
 """Each method's registry name mapped to its class's name: :data:`ALGORITHMS` without importing the classes."""
 
@@ -152,6 +168,14 @@ _LAZY = {
     "EMAHparams": "composer.algorithms.ema",
     "Factorize": "composer.algorithms.factorize",
     "FactorizeHparams": "composer.algorithms.factorize",
+    "GatedLinearUnits": "composer.algorithms.gated_linear_units",
+    "GatedLinearUnitsHparams": "composer.algorithms.gated_linear_units",
+    "GyroDropout": "composer.algorithms.gyro_dropout",
+    "GyroDropoutHparams": "composer.algorithms.gyro_dropout",
+    "LowPrecisionGroupNorm": "composer.algorithms.low_precision_groupnorm",
+    "LowPrecisionGroupNormHparams": "composer.algorithms.low_precision_groupnorm",
+    "LowPrecisionLayerNorm": "composer.algorithms.low_precision_layernorm",
+    "LowPrecisionLayerNormHparams": "composer.algorithms.low_precision_layernorm",
     "GhostBatchNorm": "composer.algorithms.ghost_batchnorm",
     "GhostBatchNormHparams": "composer.algorithms.ghost_batchnorm",
     "GradientClipping": "composer.algorithms.gradient_clipping",

@@ -9,10 +9,14 @@ from composer.algorithms.cutmix import cutmix_batch, cutmix_inputs, gen_cutmix_b
 from composer.algorithms.cutout import cutout
 from composer.algorithms.ema import compute_ema
 from composer.algorithms.factorize import apply_factorization
+from composer.algorithms.gated_linear_units import apply_gated_linear_units
 from composer.algorithms.ghost_batchnorm import apply_ghost_batchnorm
 from composer.algorithms.gradient_clipping import apply_gradient_clipping
+from composer.algorithms.gyro_dropout import apply_gyro_dropout
 from composer.algorithms.label_smoothing import smooth_labels
 from composer.algorithms.layer_freezing import freeze_layers
+from composer.algorithms.low_precision_groupnorm import apply_low_precision_groupnorm
+from composer.algorithms.low_precision_layernorm import apply_low_precision_layernorm
 from composer.algorithms.mixup import gen_interpolation_lambda, mix_targets, mixup_batch, mixup_inputs
 from composer.algorithms.no_op_model import no_op_model
 from composer.algorithms.progressive_resizing import resize_inputs
@@ -32,8 +36,12 @@ __all__: list[str] = [
     "apply_blurpool",
     "apply_channels_last",
     "apply_factorization",
+    "apply_gated_linear_units",
     "apply_ghost_batchnorm",
     "apply_gradient_clipping",
+    "apply_gyro_dropout",
+    "apply_low_precision_groupnorm",
+    "apply_low_precision_layernorm",
     "apply_se",
     "apply_seq_length_warmup",
     "apply_stochastic_depth",

@@ -138,7 +138,7 @@ def _language_model(name: str) -> tuple[Any, Any, Any]:
     import torch
     from torch.utils.data import DataLoader
 
-    from composer.algorithms import Alibi, SeqLengthWarmup
+    from composer.algorithms import Alibi, GatedLinearUnits, GyroDropout, LowPrecisionLayerNorm, SeqLengthWarmup
     from composer.datasets import ByteTextDataset
     from composer.models import GPT, GPTConfig
 
@@ -149,6 +149,9 @@ def _language_model(name: str) -> tuple[Any, Any, Any]:
         "seq_length_warmup": lambda: SeqLengthWarmup(
             duration=0.5, min_seq_length=8, max_seq_length=16, step_size=4, truncate=False
         ),
+        "gated_linear_units": lambda: GatedLinearUnits(activation="silu"),
+        "low_precision_layernorm": lambda: LowPrecisionLayerNorm(),  # fp32 here: it warns and swaps (identity)
+        "gyro_dropout": lambda: GyroDropout(p=0.5, sigma=8, tau=2),  # replaces the GPT's nn.Dropout(0.0) modules
     }[name]()
     data = ByteTextDataset(b"The quick brown fox jumps over the lazy dog. " * 3, seq_len=16)
     return algorithm, model, DataLoader(data, batch_size=4)
@@ -166,6 +169,29 @@ def _no_op_model(name: str) -> tuple[Any, Any, Any]:
     g = torch.Generator().manual_seed(0)
     data = TensorDataset(torch.randn(8, 3, 16, 16, generator=g), torch.randint(0, 10, (8,), generator=g))
     return {"no_op_model": NoOpModel}[name](), cifar_resnet(depth=8, num_classes=10), DataLoader(data, batch_size=4)
+
+
+def _groupnorm_cnn(name: str) -> tuple[Any, Any, Any]:
+    # A conv net with GroupNorm on 8x8 images (2 batches of 4), for LowPrecisionGroupNorm.
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from composer.algorithms import LowPrecisionGroupNorm
+    from composer.models import ComposerClassifier
+
+    algorithm = {"low_precision_groupnorm": lambda: LowPrecisionGroupNorm()}[name]()
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1),
+        torch.nn.GroupNorm(2, 8),
+        torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+        torch.nn.Linear(8, 3),
+    )
+    g = torch.Generator().manual_seed(0)
+    data = TensorDataset(torch.randn(8, 3, 8, 8, generator=g), torch.randint(0, 3, (8,), generator=g))
+    return algorithm, ComposerClassifier(net, num_classes=3), DataLoader(data, batch_size=4)
 
 
 # name -> () -> (algorithm instance, ComposerModel, train dataloader)
@@ -195,4 +221,8 @@ SETTINGS: dict[str, Callable[[], tuple[Any, Any, Any]]] = {
     "no_op_model": lambda: _no_op_model("no_op_model"),
     "alibi": lambda: _language_model("alibi"),
     "seq_length_warmup": lambda: _language_model("seq_length_warmup"),
+    "gated_linear_units": lambda: _language_model("gated_linear_units"),
+    "low_precision_layernorm": lambda: _language_model("low_precision_layernorm"),
+    "gyro_dropout": lambda: _language_model("gyro_dropout"),
+    "low_precision_groupnorm": lambda: _groupnorm_cnn("low_precision_groupnorm"),
 }

@@ -46,10 +46,14 @@ from composer.algorithms import (
     CutMix,
     CutOut,
     Factorize,
+    GatedLinearUnits,
     GhostBatchNorm,
     GradientClipping,
+    GyroDropout,
     LabelSmoothing,
     LayerFreezing,
+    LowPrecisionGroupNorm,
+    LowPrecisionLayerNorm,
     MixUp,
     ProgressiveResizing,
     RandAugment,
@@ -177,6 +181,13 @@ SETTINGS: dict[str, MethodSetting] = {
         LANGUAGE,
         lambda model: SeqLengthWarmup(duration=0.5, min_seq_length=8, max_seq_length=16, step_size=4, truncate=False),
     ),
+    "gated_linear_units": MethodSetting(LANGUAGE, lambda model: GatedLinearUnits(activation="silu")),
+    # The matrices run in fp32, where the low-precision norms warn and swap in modules that act as the originals;
+    # they check that the swap composes (the bf16 behaviour has its own tests). ResNet-8 has no GroupNorm.
+    "low_precision_layernorm": MethodSetting(LANGUAGE, lambda model: LowPrecisionLayerNorm()),
+    "low_precision_groupnorm": MethodSetting(IMAGE, lambda model: LowPrecisionGroupNorm()),
+    # The GPT is the matrices' model with nn.Dropout modules (p=0; Gyro Dropout drops with its own p=0.5).
+    "gyro_dropout": MethodSetting(LANGUAGE, lambda model: GyroDropout(p=0.5, sigma=8, tau=2)),
 }
 
 
