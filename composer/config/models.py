@@ -108,11 +108,13 @@ class SimpleCNNHparams(ModelHparams):
         in_channels: Channels of the input images. Default = 3.
         widths: Channels of each conv stage. Default = [16, 32, 64].
         num_classes: Output logits. Default = 10.
+        dropout: Dropout probability before the classifier's linear layer (what GyroDropout replaces). Default = 0.
     """
 
     in_channels: int = 3
     widths: list[int] = dataclasses.field(default_factory=lambda: [16, 32, 64])
     num_classes: int = 10
+    dropout: float = 0.0
 
     input_fields: ClassVar[tuple[str, ...]] = ("in_channels",)
     output_fields: ClassVar[tuple[str, ...]] = ("num_classes",)
@@ -120,6 +122,8 @@ class SimpleCNNHparams(ModelHparams):
     def validate(self) -> None:
         """Checks that the sizes are positive."""
         _check_positive(self, "in_channels", "widths", "num_classes")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout: received {self.dropout!r}; expected a probability in [0, 1), such as 0.5.")
 
     def input_hint(self, sample_shape: list[int]) -> str:
         """Images are (channels, height, width): ``in_channels`` is the first."""
@@ -129,7 +133,9 @@ class SimpleCNNHparams(ModelHparams):
         """Returns the :class:`~composer.models.SimpleCNN` classifier."""
         from composer.models import simple_cnn
 
-        return simple_cnn(in_channels=self.in_channels, widths=tuple(self.widths), num_classes=self.num_classes)
+        return simple_cnn(
+            in_channels=self.in_channels, widths=tuple(self.widths), num_classes=self.num_classes, dropout=self.dropout
+        )
 
 
 @hparams

@@ -24,6 +24,8 @@ class SimpleCNN(nn.Module):
         in_channels: Channels of the input images.
         widths: Channels of each stage, in order.
         num_classes: Output logits.
+        dropout: Probability of an ``nn.Dropout`` on the pooled features before the linear layer (the classifier
+            head); 0 (the default) adds no dropout module.
 
     Example:
         >>> net = SimpleCNN(in_channels=1, widths=(8, 16), num_classes=10)
@@ -31,8 +33,12 @@ class SimpleCNN(nn.Module):
         (torch.Size([2, 10]), torch.Size([2, 10]))
     """
 
-    def __init__(self, in_channels: int = 3, widths: Sequence[int] = (16, 32, 64), num_classes: int = 10) -> None:
+    def __init__(
+        self, in_channels: int = 3, widths: Sequence[int] = (16, 32, 64), num_classes: int = 10, dropout: float = 0.0
+    ) -> None:
         super().__init__()
+        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
+            raise ValueError(f"SimpleCNN dropout must be a probability in [0, 1), got {dropout!r}.")
         named = [("in_channels", in_channels), ("num_classes", num_classes)]
         named += [(f"widths[{i}]", w) for i, w in enumerate(widths)]
         for name, value in named:
@@ -52,22 +58,26 @@ class SimpleCNN(nn.Module):
             channels = width
         self.features = nn.Sequential(*layers)
         self.pool = nn.AdaptiveAvgPool2d(1)
+        self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
         self.fc = nn.Linear(channels, num_classes)
         self.num_classes = num_classes
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Returns logits ``(N, num_classes)`` for images ``(N, in_channels, H, W)``."""
-        logits: torch.Tensor = self.fc(torch.flatten(self.pool(self.features(x)), 1))
+        logits: torch.Tensor = self.fc(self.dropout(torch.flatten(self.pool(self.features(x)), 1)))
         return logits
 
 
-def simple_cnn(in_channels: int = 3, widths: Sequence[int] = (16, 32, 64), num_classes: int = 10) -> ComposerClassifier:
+def simple_cnn(
+    in_channels: int = 3, widths: Sequence[int] = (16, 32, 64), num_classes: int = 10, dropout: float = 0.0
+) -> ComposerClassifier:
     """A :class:`SimpleCNN` wrapped as a :class:`~composer.models.ComposerClassifier`.
 
     Args:
         in_channels: Channels of the input images.
         widths: Channels of each stage.
         num_classes: Output logits.
+        dropout: Dropout probability before the linear layer (0: none).
 
     Returns:
         ComposerClassifier: The model; ``model.module`` is the :class:`SimpleCNN`.
@@ -77,4 +87,4 @@ def simple_cnn(in_channels: int = 3, widths: Sequence[int] = (16, 32, 64), num_c
         >>> model((torch.randn(4, 1, 32, 32), torch.tensor([0, 1, 2, 3]))).shape
         torch.Size([4, 10])
     """
-    return ComposerClassifier(SimpleCNN(in_channels, widths, num_classes), num_classes=num_classes)
+    return ComposerClassifier(SimpleCNN(in_channels, widths, num_classes, dropout), num_classes=num_classes)
