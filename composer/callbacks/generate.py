@@ -229,7 +229,7 @@ class Generate(Callback):
     """Generates text from ``prompts`` every ``interval`` and logs it to the destinations that take text.
 
     Each prompt is encoded with ``tokenizer``, continued by :func:`generate` (one prompt at a time, so prompts of any
-    lengths need no padding), decoded, and logged with :meth:`Logger.log_text <composer.core.logging.logger.Logger.log_text>`
+    lengths need no padding), decoded, and logged with :meth:`~composer.core.logging.logger.Logger.log_text`
     as ``<name>/<i>`` (the prompt followed by the generated text) at ``log_level``. Sampling draws from a
     ``torch.Generator`` seeded with ``seed`` plus the batch count, so a run, and a run resumed from a checkpoint,
     produce the same text at the same batch. The model runs in eval mode without gradients and each module's mode is

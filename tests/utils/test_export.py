@@ -166,6 +166,9 @@ def test_wrappers_and_hooks_stay_out_of_the_export(tmp_path):
     model.train()
     torch.testing.assert_close(loaded(x), plain)  # without the +100 hook
     assert calls == [] and len(model.module._forward_pre_hooks) == 1  # the original keeps its hooks
+    model.compile()  # compiled in place, as Trainer(compile_config=...) does: the copy runs uncompiled
+    again = export_for_inference(model, "torchscript", tmp_path / "again.pt", x)
+    torch.testing.assert_close(_load_torchscript(again.path)(x), plain)
 
 
 def test_surgery_algs_and_transforms_apply_to_the_copy_only(tmp_path):
