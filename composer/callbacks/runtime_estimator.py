@@ -124,8 +124,8 @@ class RuntimeEstimator(Callback):
     time times the batches left, plus each evaluator's mean evaluation time times its evaluations left under the
     Trainer's schedule (:func:`remaining_schedule`); an evaluator that has not run yet counts 0 until it has. The first
     ``skip_batches`` batches of every ``fit`` are not measured (warm-up: allocation, compilation, the dataloader's
-    workers starting), so the first estimate comes after batch ``skip_batches + 1``. The measured times are saved in
-    checkpoints. The progress bar shows the estimate (``eta=``) when it is logged.
+    workers starting), so the first estimate is logged at batch ``skip_batches`` (0-based). The measured times are
+    saved in checkpoints. The progress bar shows the estimate (``eta=``) when it is logged.
 
     Args:
         skip_batches (int): Batches at the start of each ``fit`` that are not measured.
