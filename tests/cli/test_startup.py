@@ -69,3 +69,23 @@ def test_a_recipe_schema_error_imports_no_torch(tmp_path, override, message):
     assert result["code"] == 2 and result["err"].startswith(f"composer train: error: {message}")
     imported = [name for name in HEAVY if name in result["modules"]]
     assert imported == [], f"composer train ... {override} imported {imported}"
+
+
+_TRAINER_PROBE = """
+import json, sys
+from composer import Trainer
+trainer_imports = sorted(sys.modules)
+from composer.datasets import digits_dataloaders
+train_dl, _ = digits_dataloaders(batch_size=64)
+print(json.dumps({"trainer": trainer_imports, "digits": sorted(sys.modules)}))
+"""
+
+
+def test_the_trainer_and_the_digits_import_only_torch():
+    """``from composer import Trainer`` needs torch alone: metrics import torchmetrics when a model builds them; the
+    digits are read without importing scikit-learn (and pandas)."""
+    done = subprocess.run([sys.executable, "-c", _TRAINER_PROBE], capture_output=True, text=True, check=True)
+    modules = json.loads(done.stdout)
+    heavy = ("torchmetrics", "torchvision", "transformers", "matplotlib", "sklearn", "pandas", "scipy")
+    assert [name for name in heavy if name in modules["trainer"]] == []
+    assert [name for name in heavy if name in modules["digits"]] == []
