@@ -19,6 +19,9 @@ device (TF32 off, so the comparisons are float32-exact up to reduction order):
   with that count fixed (CUDA only);
 * ``optimizer_step_kinds``: DecoupledSGDW and DecoupledAdamW with ``foreach=True`` and ``fused=True`` on the device
   train to the for-loop step's weights, and the default (None) takes the foreach step on CUDA (issue 20);
+* ``export_and_generate``: :func:`composer.utils.export_for_inference` on a DDP-wrapped model trained on the device
+  (TorchScript and ONNX, each checked against the eager network), a model sharded with FSDP refused by name, and
+  :func:`composer.callbacks.generate`'s sampling on the device reproducible by seed;
 * ``monitors``: OptimizerMonitor's norms on the GPU match the gradients read on the host; ActivationMonitor logs;
   SystemMetricsMonitor reports this GPU's utilisation and memory through NVML (CUDA only).
 
@@ -330,6 +333,52 @@ def check_monitors(device: torch.device, steps: int) -> str:
     return f"grad norm {logged:.6f} (host {grad_norm:.6f}); GPU {index}: {utilization:.0f}% busy, {used / 2**30:.2f} GiB used"
 
 
+def check_export_and_generate(device: torch.device, steps: int) -> str:
+    """ExportForInference's function on a DDP-wrapped model trained on the device (both formats, checked against the
+    eager network), a sharded model refused by name, and Generate's sampling on the device reproducible by seed."""
+    import tempfile
+
+    from torch.nn.parallel import DistributedDataParallel
+
+    from composer.callbacks import generate
+    from composer.models import GPT, GPTConfig, simple_cnn
+    from composer.trainer.fsdp import FSDPConfig, prepare_fsdp_module
+    from composer.utils import export_for_inference
+    from composer.utils.export import is_onnx_available
+
+    torch.manual_seed(0)
+    model = simple_cnn(in_channels=1, widths=(8, 16), num_classes=10).to(device)
+    wrapped = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    optimizer = torch.optim.SGD(wrapped.parameters(), lr=0.1)
+    for _ in range(steps):
+        x, y = torch.rand(8, 1, 16, 16, device=device), torch.randint(10, (8,), device=device)
+        torch.nn.functional.cross_entropy(wrapped((x, y)), y).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    folder = tempfile.mkdtemp()
+    formats = ["torchscript", "onnx"] if is_onnx_available() else ["torchscript"]
+    errors = {
+        f: export_for_inference(wrapped, f, f"{folder}/m.{f}", torch.rand(2, 1, 16, 16, device=device)).max_abs_error
+        for f in formats
+    }
+    assert next(model.parameters()).device.type == device.type and model.training  # the trained model is untouched
+    sharded = prepare_fsdp_module(_model(device), FSDPConfig(module_classes=["Linear"], min_params=None))
+    try:
+        export_for_inference(sharded, "torchscript", f"{folder}/s.pt", torch.rand(2, 32, device=device))
+        raise AssertionError("a sharded model was exported")
+    except ValueError as error:
+        assert "sharded with FSDP" in str(error), error
+    gpt = GPT(GPTConfig(n_layer=2, n_head=2, n_embd=32, max_sequence_length=32)).to(device)
+    prompt = torch.tensor([list(b"def ")], device=device)
+
+    def draw(seed: int) -> torch.Tensor:
+        generator = torch.Generator().manual_seed(seed)
+        return generate(gpt, prompt, 16, do_sample=True, top_k=20, generator=generator)
+
+    assert torch.equal(draw(1), draw(1)) and not torch.equal(draw(1), draw(2)) and gpt.training
+    return f"max |file - eager|: {errors}; sharded model refused; seeded sampling reproducible on {device.type}"
+
+
 CHECKS: dict[str, Callable[[torch.device, int], str]] = {
     "nccl_init": check_nccl_init,
     "ddp": check_ddp,
@@ -340,6 +389,7 @@ CHECKS: dict[str, Callable[[torch.device, int], str]] = {
     "auto_microbatch": check_auto_microbatch,
     "optimizer_step_kinds": check_optimizer_step_kinds,
     "monitors": check_monitors,
+    "export_and_generate": check_export_and_generate,
 }
 
 
