@@ -1,5 +1,8 @@
 """Named ranges for the profiler: each one a ``torch.profiler`` range in the trace, and timed with ``perf_counter``.
 
+The torch range is opened only while the torch profiler records (its ``active`` steps; a ``record_function`` costs
+tens of microseconds even when nothing records), the timing always.
+
 The Trainer's profiler (:mod:`composer.trainer.profiler`) hands :meth:`RangeTimer.wrap` to the
 :class:`~composer.core.engine.Engine` as its instrument, and wraps the loop's own stages with it (the dataloader wait,
 forward, loss, backward, the optimizer step). An unprofiled Trainer never builds one, so none of this runs per step.
@@ -16,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from torch.autograd import _profiler_enabled
 from torch.autograd.profiler import record_function
 
 __all__ = ["RangeTimer", "RangeTotals"]
@@ -63,8 +67,9 @@ class RangeTimer:
 
     def __init__(self) -> None:
         self.totals: dict[str, RangeTotals] = {}
-        # The open ranges, innermost last: (its totals, its torch range, when it began, seconds in its nested ranges).
-        self._stack: list[tuple[RangeTotals, record_function, float, list[float]]] = []
+        # The open ranges, innermost last: (its totals, its torch range or None when the profiler was not recording,
+        # when it began, seconds in its nested ranges).
+        self._stack: list[tuple[RangeTotals, record_function | None, float, list[float]]] = []
 
     def reset(self) -> None:
         """Forgets the totals, and any range left open by an error (call it when none of the wrapped calls runs)."""
@@ -80,15 +85,18 @@ class RangeTimer:
 
     def enter(self, name: str) -> None:
         """Opens the range ``name``; :meth:`exit` closes the innermost open range."""
-        torch_range = record_function(name)
-        torch_range.__enter__()  # type: ignore[no-untyped-call]
+        torch_range = None
+        if _profiler_enabled():
+            torch_range = record_function(name)
+            torch_range.__enter__()  # type: ignore[no-untyped-call]
         self._stack.append((self._totals(name), torch_range, time.perf_counter(), [0.0]))
 
     def exit(self) -> None:
         """Closes the innermost open range and adds its time to its totals (and to its parent's nested time)."""
         totals, torch_range, start, nested = self._stack.pop()
         elapsed = time.perf_counter() - start
-        torch_range.__exit__(None, None, None)
+        if torch_range is not None:
+            torch_range.__exit__(None, None, None)
         totals.calls += 1
         totals.seconds += elapsed
         totals.nested_seconds += nested[0]
