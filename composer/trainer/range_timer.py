@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from torch.autograd import _profiler_enabled
+from torch.autograd import _profiler_enabled  # type: ignore[attr-defined]
 from torch.autograd.profiler import record_function
 
 __all__ = ["RangeTimer", "RangeTotals"]
