@@ -23,7 +23,10 @@ device (TF32 off, so the comparisons are float32-exact up to reduction order):
   (TorchScript and ONNX, each checked against the eager network), a model sharded with FSDP refused by name, and
   :func:`composer.callbacks.generate`'s sampling on the device reproducible by seed;
 * ``monitors``: OptimizerMonitor's norms on the GPU match the gradients read on the host; ActivationMonitor logs;
-  SystemMetricsMonitor reports this GPU's utilisation and memory through NVML (CUDA only).
+  SystemMetricsMonitor reports this GPU's utilisation and memory through NVML (CUDA only);
+* ``profiler``: ``Trainer(profiler=Profiler(...))`` on the device (the process group is up, so the model is
+  DDP-wrapped): the trace holds the named ranges and, on CUDA, the GPU kernels; the summary counts every step
+  (issue 20).
 
 It prints one line per check and a JSON summary, and exits 1 when a check fails. ``--device cpu`` runs the same
 checks on gloo (no CPU offload) to try the script without a GPU.
@@ -379,6 +382,46 @@ def check_export_and_generate(device: torch.device, steps: int) -> str:
     return f"max |file - eager|: {errors}; sharded model refused; seeded sampling reproducible on {device.type}"
 
 
+def check_profiler(device: torch.device, steps: int) -> str:
+    """The profiler on the device: named ranges in the trace, the GPU's kernels in it on CUDA, every step summarized."""
+    import tempfile
+    from pathlib import Path
+
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from composer import Trainer
+    from composer.models import ComposerClassifier
+    from composer.trainer import Profiler
+
+    g = torch.Generator().manual_seed(5)
+    data = TensorDataset(torch.randn(128, 32, generator=g), torch.randint(10, (128,), generator=g))
+    model = ComposerClassifier(_model(device), num_classes=10)
+    batches = max(steps, 4)
+    with tempfile.TemporaryDirectory() as folder:
+        trainer = Trainer(
+            model=model,
+            train_dataloader=DataLoader(data, batch_size=16),
+            optimizers=torch.optim.SGD(model.parameters(), lr=0.1),
+            max_duration=f"{batches}ba",
+            device=device,
+            progress_bar=False,
+            profiler=Profiler(wait=1, warmup=1, active=2, folder=folder, print_summary=False),
+        )
+        trainer.fit()
+        session = trainer.profiler
+        trainer.close()
+        assert session is not None and session.summary is not None and session.traces, "no trace written"
+        assert session.summary.steps == batches, session.summary.steps
+        events = json.loads(Path(session.traces[0]).read_text())["traceEvents"]
+        names = {event.get("name") for event in events}
+        wanted = {"event/BATCH_END", "trainer/forward", "trainer/backward", "trainer/optimizer_step"}
+        assert wanted <= names, f"missing ranges {wanted - names}"
+        kernels = sum(1 for event in events if event.get("cat") == "kernel")
+        if device.type == "cuda":
+            assert kernels > 0, "no GPU kernel in the trace"
+    return f"{len(names)} event names in the trace, {kernels} GPU kernels; {session.summary.steps} steps summarized"
+
+
 CHECKS: dict[str, Callable[[torch.device, int], str]] = {
     "nccl_init": check_nccl_init,
     "ddp": check_ddp,
@@ -390,6 +433,7 @@ CHECKS: dict[str, Callable[[torch.device, int], str]] = {
     "optimizer_step_kinds": check_optimizer_step_kinds,
     "monitors": check_monitors,
     "export_and_generate": check_export_and_generate,
+    "profiler": check_profiler,
 }
 
 
