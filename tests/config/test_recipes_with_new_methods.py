@@ -63,3 +63,37 @@ def test_a_bad_field_is_named(key: str):
     bad = {"gated_linear_units": "{activation: tanh}", "gyro_dropout": "{tau: 512}"}[key]
     with pytest.raises(Exception, match="activation='tanh'|tau=512"):
         load_recipe(RECIPES / "digits_baseline.yaml", [f"algorithms.{key}={bad}"]).initialize_object()
+
+
+def test_the_digits_recipe_takes_factorize_weight_standardization_and_no_op_model():
+    from composer.algorithms.factorize import FactorizedConv2d
+    from composer.algorithms.no_op_model import NoOpModelClass
+
+    _, model = _fit(
+        "digits_baseline.yaml",
+        [
+            "algorithms={factorize: {min_channels: 16, latent_channels: 0.25, factorize_linears: false}, "
+            "weight_standardization: {}}"
+        ],
+    )
+    convs = [m for m in model.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert sum(isinstance(m, FactorizedConv2d) for m in model.modules()) == 2
+    assert all(torch.nn.utils.parametrize.is_parametrized(m) for m in convs)  # inside the factorized ones too
+    _, stand_in = _fit("digits_baseline.yaml", ["algorithms={no_op_model: {}}"])
+    assert isinstance(stand_in, NoOpModelClass) and sum(p.numel() for p in stand_in.parameters()) == 1
+
+
+def test_the_text_recipe_takes_factorize_on_the_mlps():
+    from composer.algorithms.factorize import FactorizedLinear
+
+    _, model = _fit(
+        "gpt_baseline.yaml",
+        [
+            "model.gpt={n_layer: 1, n_head: 2, n_embd: 32, max_sequence_length: 32}",
+            "train_dataset.python_docs.seq_len=32",
+            "algorithms={factorize: {min_features: 32, latent_features: 0.25}}",
+        ],
+    )
+    mlp = model.blocks[0].mlp
+    assert isinstance(mlp[0], FactorizedLinear) and isinstance(mlp[2], FactorizedLinear)
+    assert mlp[0].latent_features == 8  # a quarter of min(32, 128)
