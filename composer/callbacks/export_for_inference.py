@@ -214,7 +214,7 @@ class ExportForInferenceHparams(Hparams):
     """
 
     save_path: str = "exported/model"
-    save_format: list[str] = dataclasses.field(default_factory=lambda: list(EXPORT_FORMATS))
+    save_format: str | list[str] = dataclasses.field(default_factory=lambda: list(EXPORT_FORMATS))
     input_names: list[str] | None = None
     output_names: list[str] | None = None
     dynamic_batch: bool = True

@@ -17,8 +17,10 @@ from composer.loggers import (
     InMemoryLogger,
     MLflowLogger,
     TensorboardLogger,
+    WandBLogger,
     is_mlflow_available,
     is_tensorboard_available,
+    is_wandb_available,
 )
 from tests.common import SimpleModel, make_dataloader
 from tests.loggers.conftest import mlflow_uri
@@ -107,3 +109,18 @@ def test_mlflow_saves_text_artifacts(tmp_path):
     downloaded = client.download_artifacts(destination.run_id, "sample/0/batch_2.txt", str(tmp_path / "down"))
     with open(downloaded, encoding="utf-8") as file:
         assert file.read() == f"{TEXT}  # 2"
+
+
+@pytest.mark.slow  # W&B starts its service process
+@pytest.mark.skipif(not is_wandb_available(), reason="wandb is not installed")
+def test_wandb_logs_text_as_a_table(tmp_path, monkeypatch):
+    from tests.loggers.test_wandb_logger import read_offline_run
+
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    _run(WandBLogger(project="tests", dir=tmp_path))
+    rows = [r["history"] for r in read_offline_run(tmp_path) if r["type"] == "history"]
+    steps = [row["step"].get("num", 0) for row in rows if row["item"].get("sample/0._type") == "table-file"]
+    assert steps == [1, 2]
+    files = tmp_path.glob("wandb/offline-run-*/files/media/table/sample/0_*.table.json")
+    tables = sorted(json.loads(path.read_text())["data"] for path in files)
+    assert tables == [[[f"{TEXT}  # 1"]], [[f"{TEXT}  # 2"]]]

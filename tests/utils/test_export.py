@@ -275,7 +275,7 @@ def test_the_digits_recipe_exports_with_the_callback_added(tmp_path):
     from tests.recipes.test_recipes import _PORTABLE, _two_batches
 
     recipe = Path(__file__).parents[2] / "recipes" / "digits_baseline.yaml"
-    fields = [f"save_path={tmp_path}/digits", "save_format=[torchscript]"]
+    fields = [f"save_path={tmp_path}/digits", "save_format=torchscript"]
     config = _two_batches(load_recipe(recipe, [*_PORTABLE, *(f"callbacks.export_for_inference.{f}" for f in fields)]))
     trainer = config.initialize_object()
     trainer.fit()
