@@ -427,8 +427,6 @@ class Trainer:
             self._loss = stage("trainer/loss", model.loss)
             self._backward = stage("trainer/backward", torch.Tensor.backward)
             self._batches = _unchanged if self.profiler is None else self.profiler.batches
-            if self.profiler is not None:
-                self._train_batch = self.profiler.step(self._train_batch)  # type: ignore[method-assign,assignment]
             # grad_accum='auto': under DDP the attempt syncs nothing; the gradients are averaged once the ranks agree.
             self._microbatching = Microbatching(
                 auto=auto_microbatching,
@@ -496,6 +494,8 @@ class Trainer:
 
     def _fit_loop(self) -> None:
         state, engine = self.state, self.engine
+        # Profiled, each batch is a step of the profiler's schedule (a local: the Trainer keeps no wrapper of itself).
+        train_batch = self._train_batch if self.profiler is None else self.profiler.step(self._train_batch)
         engine.run_event(Event.FIT_START)
         if not self._warned_before_fit:  # once per run, seeing what algorithms set at FIT_START
             self._warned_before_fit = True
@@ -512,7 +512,7 @@ class Trainer:
             self.parallel.set_epoch(self._train_spec.dataloader, state.timer.epoch.value)
             for batch in self._batches(epoch_batches(state, self._train_spec.dataloader, state.steps_per_epoch)):
                 num_batches += 1
-                self._train_batch(batch)
+                train_batch(batch)
                 if self._run_over():
                     break
             if num_batches == 0 and resume_at == 0:
