@@ -11,16 +11,17 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torchmetrics import Metric
 
 from composer.core.data_spec import Batch
 from composer.models.base import ComposerModel
-from composer.models.language_metrics import language_model_metrics, update_language_metric
+
+if TYPE_CHECKING:  # torchmetrics is imported when the metrics are built, not with the model
+    from torchmetrics import Metric
 
 __all__ = ["GPT", "CausalSelfAttention", "GPTBlock", "GPTConfig"]
 
@@ -261,9 +262,13 @@ class GPT(ComposerModel):
 
     def get_metrics(self, is_train: bool = False) -> dict[str, Metric]:
         """Returns new ``CrossEntropy``, ``Perplexity`` and ``TokenAccuracy`` metrics (per next-token prediction)."""
+        from composer.models.language_metrics import language_model_metrics
+
         del is_train
         return language_model_metrics()
 
     def update_metric(self, batch: Batch, outputs: Any, metric: Metric) -> None:
         """Updates ``metric`` with the logits shifted against the labels (position ``t`` predicts ``t + 1``)."""
+        from composer.models.language_metrics import update_language_metric
+
         update_language_metric(metric, outputs, self.labels(batch), shift=True)

@@ -9,14 +9,15 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
-from torchmetrics import Metric
 
 from composer.core.data_spec import Batch
 from composer.models.base import ComposerModel
-from composer.models.language_metrics import language_model_metrics, update_language_metric
+
+if TYPE_CHECKING:  # torchmetrics is imported when the metrics are built, not with the model
+    from torchmetrics import Metric
 
 __all__ = [
     "MIN_TRANSFORMERS_VERSION",
@@ -218,9 +219,13 @@ class HuggingFaceModel(ComposerModel):
 
     def get_metrics(self, is_train: bool = False) -> dict[str, Metric]:
         """Returns new ``CrossEntropy``, ``Perplexity`` and ``TokenAccuracy`` metrics over the scored tokens."""
+        from composer.models.language_metrics import language_model_metrics
+
         del is_train
         return language_model_metrics()
 
     def update_metric(self, batch: Batch, outputs: Any, metric: Metric) -> None:
         """Updates ``metric`` with the output logits against ``batch['labels']`` (shifted for a causal model)."""
+        from composer.models.language_metrics import update_language_metric
+
         update_language_metric(metric, outputs.logits, self.targets(batch), shift=self.shift_labels)
