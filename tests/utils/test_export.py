@@ -282,3 +282,12 @@ def test_the_digits_recipe_exports_with_the_callback_added(tmp_path):
     trainer.close()
     [export] = [c for c in trainer.state.callbacks if isinstance(c, ExportForInference)]
     assert export.results[0].path == tmp_path / "digits.pt" and export.results[0].max_abs_error < 1e-4
+
+
+def test_importing_composer_utils_leaves_onnx_unloaded():
+    import subprocess
+    import sys
+
+    code = "import sys, composer.utils; print(sorted(m for m in ('onnx', 'onnxruntime', 'onnxscript') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
