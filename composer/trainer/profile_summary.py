@@ -170,7 +170,7 @@ class ProfileSummary:
         return "\n".join(lines)
 
     def save_chart(self, path: str | Path, top: int = 25) -> Path:
-        """A horizontal bar chart of the rows' shares of the step (the ``top`` largest), as a PNG.
+        """A horizontal bar chart of the rows' shares of the step (the ``top`` largest, of at least 0.1%), as a PNG.
 
         Imports matplotlib (with its Agg backend, no display needed) only when called.
 
@@ -186,8 +186,10 @@ class ProfileSummary:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        rows = sorted((row for row in self.rows if row.depth == 0), key=lambda row: -row.seconds)[:top]
         denominator = self.step_seconds if self.step_seconds > 0 else 1.0
+        # Rows under 0.1% of the step would be invisible bars: left out (the table has them).
+        shown = (row for row in self.rows if row.depth == 0 and row.seconds >= 0.001 * denominator)
+        rows = sorted(shown, key=lambda row: -row.seconds)[:top]
         figure, axes = plt.subplots(figsize=(9, 0.3 * len(rows) + 1.5))
         names = [row.name for row in reversed(rows)]
         axes.barh(names, [100 * row.seconds / denominator for row in reversed(rows)], label="total", color="#9fb4e3")
