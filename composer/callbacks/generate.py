@@ -201,16 +201,19 @@ def generate(
     network = _language_model(model)
     limit = _context_limit(network)
     cache_argument = _cache_argument(network)
+    # forward, not __call__: a model compiled in place (Trainer(compile_config=...)) would recompile for every new
+    # sequence length; the submodules run as usual.
+    forward = network.forward
     ids = input_ids
     done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
     with _eval_mode(network):
         past: Any = None
         for _ in range(max_new_tokens):
             if cache_argument is not None and past is not None:
-                output = network(input_ids=ids[:, -1:], use_cache=True, **{cache_argument: past})
+                output = forward(input_ids=ids[:, -1:], use_cache=True, **{cache_argument: past})
             else:
                 window = ids if limit is None else ids[:, -limit:]
-                output = network(input_ids=window, use_cache=True) if cache_argument else network(window)
+                output = forward(input_ids=window, use_cache=True) if cache_argument else forward(window)
             # Once the sequence fills the position embedding the cache is dropped: each later step recomputes the
             # window of the last ``limit`` tokens.
             fits = limit is None or ids.shape[1] < limit

@@ -71,6 +71,15 @@ def test_eval_mode_no_grad_and_each_modules_mode_restored():
     assert all(p.grad is None for p in gpt.parameters())
 
 
+def test_a_model_compiled_in_place_generates_without_compiling():
+    gpt = _gpt().eval()
+    expected = generate(gpt, PROMPT, 4)
+    gpt.compile()  # as Trainer(compile_config=...) does; generation would otherwise recompile for every length
+    calls = []
+    gpt._compiled_call_impl = lambda *args, **kwargs: calls.append(1)
+    assert torch.equal(generate(gpt, PROMPT, 4), expected) and calls == []
+
+
 def test_huggingface_model_uses_its_key_value_cache():
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
