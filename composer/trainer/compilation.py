@@ -11,14 +11,16 @@ hence checkpoints, stay those of the eager model) and keeps what algorithms do t
   marks every dimension they changed dynamic (``torch._dynamo.maybe_mark_dynamic``) from then on, so the first
   graph is already dynamic in it.
 * **Modules.** Surgery after compilation (LayerFreezing's ``requires_grad``, a module replaced at ``EPOCH_END``)
-  invalidates the graphs. Dynamo's guards notice, but every change then costs one of the region's
-  ``recompile_limit`` (8) entries, after which the model silently runs eagerly. :meth:`Compilation.refresh`, which
+  invalidates the graphs. Dynamo's guards notice (unless options such as ``guard_filter_fn`` drop the guards on
+  modules: then a stale graph runs), but every change costs one of the region's ``recompile_limit`` (8) entries,
+  after which the model silently runs eagerly. :meth:`Compilation.refresh`, which
   the Trainer calls after ``EPOCH_START`` and ``EPOCH_END``, compares the modules and the trainable parameters with
   those compiled and, when they differ, compiles the forward afresh: a new region
   (``isolate_recompiles=True``, on by default here) whose entries and budget start from zero.
 
-The figures (recompilations of each method, compiled against eager step times) are in the README's performance
-section; ``benchmarks/compile.py`` measures them.
+The recompilations of each method are bounded in ``tests/trainer/test_compilation.py`` (a table in
+``docs/guides/compiling.md``); compiled against eager step times, from ``benchmarks/compile.py``, are in the README's
+performance section.
 """
 
 from __future__ import annotations
