@@ -160,3 +160,30 @@ def test_a_model_without_known_blocks_warns_and_a_second_application_changes_not
     weights = dict(model.named_parameters())
     apply_gated_linear_units(model)
     assert all(p is weights[name] for name, p in model.named_parameters())
+
+
+def test_the_trainer_remaps_an_optimizer_built_before_the_surgery_of_a_hugging_face_model():
+    from torch.utils.data import DataLoader
+
+    from composer import Trainer
+    from composer.models import HuggingFaceModel
+
+    model = HuggingFaceModel(_hf_gpt2())
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)  # built from the original feed-forward weights
+    ids = torch.randint(0, 64, (8, 8), generator=torch.Generator().manual_seed(0))
+    data = DataLoader([{"input_ids": row, "labels": row} for row in ids], batch_size=4)
+    trainer = Trainer(
+        model=model,
+        train_dataloader=data,
+        max_duration="2ba",
+        optimizers=optimizer,
+        algorithms=[GatedLinearUnits(activation="gelu_tanh")],
+        progress_bar=False,
+        seed=0,
+    )
+    glu = model.model.transformer.h[1].mlp.glu
+    before = glu.w.weight.detach().clone()
+    trainer.fit()
+    trained = {id(p) for group in optimizer.param_groups for p in group["params"]}
+    assert trained == {id(p) for p in model.parameters()}  # the old weights left, the GLU weights joined
+    assert not torch.equal(before, glu.w.weight) and torch.isfinite(torch.as_tensor(trainer.state.loss))

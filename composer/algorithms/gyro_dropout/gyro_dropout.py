@@ -226,9 +226,9 @@ def apply_gyro_dropout(
     """Replaces every ``nn.Dropout`` of ``model`` with a :class:`GyroDropoutLayer`, in place.
 
     Every layer drops with probability ``p`` (whatever the replaced dropout's was) and keeps each set of ``tau``
-    active masks for :func:`gyro_dropout_interval` ``(total_iterations, sigma, tau)`` iterations. Layer ``i`` (in
-    the model's module order) is seeded from ``seed`` and ``i``, so the same seed gives the same subnetworks. Dropout
-    has no parameters, so optimizers need no update. Warns when the model has no ``nn.Dropout``.
+    active masks for :func:`gyro_dropout_interval` ``(total_iterations, sigma, tau)`` iterations. Each layer's seed
+    is drawn, in the model's module order, from a generator seeded with ``seed``, so the same seed gives the same
+    subnetworks. Dropout has no parameters, so optimizers need no update. Warns when the model has no ``nn.Dropout``.
 
     Args:
         model: The model to change.
@@ -251,8 +251,10 @@ def apply_gyro_dropout(
     interval = gyro_dropout_interval(total_iterations, sigma, tau)
     _check(p, sigma, tau)
 
+    seeds = torch.Generator().manual_seed(seed)  # one seed per layer, drawn in the model's module order
+
     def policy(module: nn.Module, index: int) -> nn.Module:
-        layer_seed = int(torch.randint(0, 2**62, (1,), generator=torch.Generator().manual_seed(seed + 7919 * index)))
+        layer_seed = int(torch.randint(0, 2**62, (1,), generator=seeds))
         layer = GyroDropoutLayer(p, sigma, tau, iterations_per_selection=interval, seed=layer_seed)
         layer.train(module.training)
         return layer
