@@ -203,6 +203,8 @@ class Trainer:
             hooks on it before ``fit``); None in a single process and with ``fsdp_config``.
         fsdp_config (FSDPConfig | None): How the model is sharded; None when it is not.
         compilation (Compilation | None): How the forward is compiled (``compile_config``); None when it is not.
+        profiler (ProfilerSession | None): The profiler at work (``profiler``): its ``folder``, the ``traces`` written
+            and the last fit's ``summary``; None when not profiling.
 
     Example:
         >>> trainer = Trainer(
