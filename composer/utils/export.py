@@ -125,6 +125,9 @@ def inference_network(model: nn.Module) -> nn.Module:
     Returns:
         nn.Module: The network itself (not a copy).
 
+    Raises:
+        ValueError: For a HuggingFaceModel, which takes a dict batch (export a module that takes tensors instead).
+
     Example:
         >>> from composer.models import simple_cnn
         >>> classifier = simple_cnn(in_channels=1, widths=(8,), num_classes=3)
@@ -132,6 +135,13 @@ def inference_network(model: nn.Module) -> nn.Module:
         'SimpleCNN'
     """
     network = _unwrap_model(model)
+    if isinstance(getattr(network, "model", None), nn.Module) and hasattr(network, "shift_labels"):
+        raise ValueError(
+            f"model is a {type(network).__name__}, whose forward takes a dict batch and returns a Hugging Face output "
+            "(with its key/value cache), which neither exporter traces. To fix, export a module that maps tensors to "
+            "tensors, e.g. one whose forward(input_ids) returns model.model(input_ids=input_ids, "
+            "use_cache=False).logits."
+        )
     inner = getattr(network, "module", None)
     # A ComposerModel (it has a loss) that wraps its network: export the network, which takes the bare inputs.
     if isinstance(inner, nn.Module) and callable(getattr(network, "loss", None)):

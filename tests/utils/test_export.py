@@ -291,3 +291,26 @@ def test_importing_composer_utils_leaves_onnx_unloaded():
     code = "import sys, composer.utils; print(sorted(m for m in ('onnx', 'onnxruntime', 'onnxscript') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_huggingface_model_is_refused_with_the_fix(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    from composer.models import HuggingFaceModel
+
+    config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=64, n_positions=16, bos_token_id=0,
+                                     eos_token_id=0)  # fmt: skip
+    model = HuggingFaceModel(transformers.GPT2LMHeadModel(config))
+    ids = torch.randint(0, 64, (2, 8))
+    with pytest.raises(ValueError, match=r"model is a HuggingFaceModel, whose forward takes a dict batch"):
+        export_for_inference(model, "torchscript", tmp_path / "hf.pt", ids)
+
+    class Logits(nn.Module):  # what the message suggests
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids):
+            return self.inner(input_ids=input_ids, use_cache=False).logits
+
+    result = export_for_inference(Logits(model.model), "torchscript", tmp_path / "hf.pt", ids)
+    assert result.max_abs_error is not None and result.max_abs_error < 1e-4
