@@ -28,6 +28,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import logging
+import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -242,6 +243,14 @@ class Compilation:
             if not changed <= known:
                 known |= changed
                 log.info("compile_config: dimensions %s of the batch at %s vary; marked dynamic.", sorted(known), path)
+                if self.options.get("dynamic") is False:
+                    warnings.warn(
+                        f"compile_config has dynamic=False, but the algorithms change dimensions {sorted(known)} of "
+                        f"the batch at {path}: every new size compiles a graph of its own, and after recompile_limit "
+                        "of them the model runs eagerly. To fix, leave 'dynamic' out of compile_config (or None).",
+                        UserWarning,
+                        stacklevel=2,
+                    )
         self.mark_dynamic(batch)
 
     def mark_dynamic(self, batch: Any) -> None:

@@ -60,7 +60,7 @@ def test_off_by_default_and_true_uses_torch_defaults():
     trainer = _trainer(model, make_dataloader())
     assert trainer.compilation is None and getattr(model, "_compiled_call_impl", None) is None
     assert compile_options(None) is None and compile_options(False) is None
-    assert compile_options(True) == {"isolate_recompiles": True}
+    assert compile_options(True) == compile_options({}) == {"isolate_recompiles": True}  # {}: MosaicML's "on"
     assert compile_options({"backend": "eager", "isolate_recompiles": False}) == {
         "backend": "eager",
         "isolate_recompiles": False,
@@ -228,6 +228,19 @@ def test_progressive_resizing_compiles_one_graph_for_every_size():
     assert len({shape[-1] for shape in shapes.shapes}) >= 6  # 4 .. 16 pixels over 8 batches
     assert counter.frame_count == 1  # without marking: a static graph, then a dynamic one
     assert trainer.compilation is not None and trainer.compilation.dynamic_dims == {(0,): {2, 3}}
+
+
+def test_dynamic_false_with_a_method_that_resizes_warns_and_says_the_fix():
+    resizing = ProgressiveResizing(initial_scale=0.5, finetune_fraction=0.0)
+    trainer = _trainer(
+        _cnn(),
+        _images(num_samples=8),
+        max_duration="1ep",
+        compile_config={"backend": CompileCounter(), "dynamic": False},
+        algorithms=[resizing],
+    )
+    with pytest.warns(UserWarning, match=r"dynamic=False, but the algorithms change dimensions \[2, 3\].*To fix"):
+        trainer.fit()
 
 
 def test_selective_backprop_compiles_the_selection_pass_and_one_training_graph():
