@@ -11,12 +11,11 @@ swaps it in at ``Event.INIT``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torchmetrics import Metric
 
 from composer.core.algorithm import Algorithm
 from composer.core.data_spec import Batch
@@ -25,6 +24,9 @@ from composer.core.hparams import Hparams, hparams
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.models.base import ComposerModel
+
+if TYPE_CHECKING:
+    from torchmetrics import Metric  # imported by the model when it builds its metrics
 
 __all__ = ["NoOpModel", "NoOpModelClass", "NoOpModelHparams", "no_op_model"]
 
