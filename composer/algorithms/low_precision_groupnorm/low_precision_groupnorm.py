@@ -10,19 +10,14 @@ GroupNorms for it; :class:`LowPrecisionGroupNorm` does that at ``Event.INIT``.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from composer.core.algorithm import Algorithm
-from composer.core.event import Event
+from composer.algorithms.utils.low_precision import LowPrecisionNormAlgorithm, autocast_dtype, cast_optional
 from composer.core.hparams import Hparams, hparams
-from composer.core.logging.logger import Logger
-from composer.core.precision import Precision
-from composer.core.state import State
 from composer.utils.module_surgery import replace_module_classes
 
 __all__ = [
@@ -31,17 +26,6 @@ __all__ = [
     "LowPrecisionGroupNormModule",
     "apply_low_precision_groupnorm",
 ]
-
-
-def _autocast_dtype(device: torch.device) -> torch.dtype | None:
-    """The dtype autocast runs in on ``device``'s type, or None when autocast is off there."""
-    if not torch.is_autocast_enabled(device.type):
-        return None
-    return torch.get_autocast_dtype(device.type)
-
-
-def _cast(tensor: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
-    return None if tensor is None else tensor.to(dtype)
 
 
 class LowPrecisionGroupNormModule(nn.GroupNorm):
@@ -81,12 +65,16 @@ class LowPrecisionGroupNormModule(nn.GroupNorm):
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         """Group norm of ``input`` (``(N, C, ...)``), in the autocast dtype when autocast is on."""
-        dtype = _autocast_dtype(input.device)
+        dtype = autocast_dtype(input.device)
         if dtype is None:
             return super().forward(input)
         with torch.autocast(device_type=input.device.type, enabled=False):
             return F.group_norm(
-                input.to(dtype), self.num_groups, _cast(self.weight, dtype), _cast(self.bias, dtype), self.eps
+                input.to(dtype),
+                self.num_groups,
+                cast_optional(self.weight, dtype),
+                cast_optional(self.bias, dtype),
+                self.eps,
             )
 
 
@@ -127,7 +115,7 @@ def apply_low_precision_groupnorm(
     return model
 
 
-class LowPrecisionGroupNorm(Algorithm):
+class LowPrecisionGroupNorm(LowPrecisionNormAlgorithm):
     """Runs the model's GroupNorms in bf16 or fp16 under mixed precision, instead of upcasting them to float32.
 
     At ``Event.INIT`` every ``nn.GroupNorm`` becomes a :class:`LowPrecisionGroupNormModule` sharing its parameters.
@@ -150,22 +138,13 @@ class LowPrecisionGroupNorm(Algorithm):
         'LowPrecisionGroupNormModule'
     """
 
-    def match(self, event: Event, state: State) -> bool:
-        """Runs once, at ``Event.INIT``."""
-        return event == Event.INIT
+    norm = "GroupNorm"
+    op = "group norm"
+    module_class = LowPrecisionGroupNormModule
 
-    def apply(self, event: Event, state: State, logger: Logger) -> None:
-        """Swaps the model's GroupNorms; warns when the run is in float32; logs how many modules it swapped."""
-        if state.precision == Precision.FP32:
-            warnings.warn(
-                "LowPrecisionGroupNorm has no effect with precision='fp32': group norm already runs in float32. The "
-                "GroupNorms are replaced anyway and behave exactly as nn.GroupNorm without autocast. To use it, "
-                "train with precision='bf16' (CPU or GPU) or 'amp' (GPU), or remove the algorithm.",
-                stacklevel=2,
-            )
-        apply_low_precision_groupnorm(state.model)
-        count = sum(isinstance(m, LowPrecisionGroupNormModule) for m in state.model.modules())
-        logger.metric_fit({"LowPrecisionGroupNorm/num_new_modules": count})
+    def swap(self, model: nn.Module) -> None:
+        """Replaces the model's GroupNorms (see :func:`apply_low_precision_groupnorm`)."""
+        apply_low_precision_groupnorm(model)
 
 
 @hparams

@@ -11,19 +11,14 @@ algorithm) does that at ``Event.INIT``.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from composer.core.algorithm import Algorithm
-from composer.core.event import Event
+from composer.algorithms.utils.low_precision import LowPrecisionNormAlgorithm, autocast_dtype, cast_optional
 from composer.core.hparams import Hparams, hparams
-from composer.core.logging.logger import Logger
-from composer.core.precision import Precision
-from composer.core.state import State
 from composer.utils.module_surgery import replace_module_classes
 
 __all__ = [
@@ -32,17 +27,6 @@ __all__ = [
     "LowPrecisionLayerNormModule",
     "apply_low_precision_layernorm",
 ]
-
-
-def _autocast_dtype(device: torch.device) -> torch.dtype | None:
-    """The dtype autocast runs in on ``device``'s type, or None when autocast is off there."""
-    if not torch.is_autocast_enabled(device.type):
-        return None
-    return torch.get_autocast_dtype(device.type)
-
-
-def _cast(tensor: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
-    return None if tensor is None else tensor.to(dtype)
 
 
 class LowPrecisionLayerNormModule(nn.LayerNorm):
@@ -82,12 +66,16 @@ class LowPrecisionLayerNormModule(nn.LayerNorm):
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         """Layer norm of ``input`` (``(..., *normalized_shape)``), in the autocast dtype when autocast is on."""
-        dtype = _autocast_dtype(input.device)
+        dtype = autocast_dtype(input.device)
         if dtype is None:
             return super().forward(input)
         with torch.autocast(device_type=input.device.type, enabled=False):
             return F.layer_norm(
-                input.to(dtype), self.normalized_shape, _cast(self.weight, dtype), _cast(self.bias, dtype), self.eps
+                input.to(dtype),
+                self.normalized_shape,
+                cast_optional(self.weight, dtype),
+                cast_optional(self.bias, dtype),
+                self.eps,
             )
 
 
@@ -129,7 +117,7 @@ def apply_low_precision_layernorm(
     return model
 
 
-class LowPrecisionLayerNorm(Algorithm):
+class LowPrecisionLayerNorm(LowPrecisionNormAlgorithm):
     """Runs the model's LayerNorms in bf16 or fp16 under mixed precision, instead of upcasting them to float32.
 
     At ``Event.INIT`` every ``nn.LayerNorm`` becomes a :class:`LowPrecisionLayerNormModule` sharing its parameters.
@@ -152,22 +140,13 @@ class LowPrecisionLayerNorm(Algorithm):
         'LowPrecisionLayerNormModule'
     """
 
-    def match(self, event: Event, state: State) -> bool:
-        """Runs once, at ``Event.INIT``."""
-        return event == Event.INIT
+    norm = "LayerNorm"
+    op = "layer norm"
+    module_class = LowPrecisionLayerNormModule
 
-    def apply(self, event: Event, state: State, logger: Logger) -> None:
-        """Swaps the model's LayerNorms; warns when the run is in float32; logs how many modules it swapped."""
-        if state.precision == Precision.FP32:
-            warnings.warn(
-                "LowPrecisionLayerNorm has no effect with precision='fp32': layer norm already runs in float32. The "
-                "LayerNorms are replaced anyway and behave exactly as nn.LayerNorm without autocast. To use it, "
-                "train with precision='bf16' (CPU or GPU) or 'amp' (GPU), or remove the algorithm.",
-                stacklevel=2,
-            )
-        apply_low_precision_layernorm(state.model)
-        count = sum(isinstance(m, LowPrecisionLayerNormModule) for m in state.model.modules())
-        logger.metric_fit({"LowPrecisionLayerNorm/num_new_modules": count})
+    def swap(self, model: nn.Module) -> None:
+        """Replaces the model's LayerNorms (see :func:`apply_low_precision_layernorm`)."""
+        apply_low_precision_layernorm(model)
 
 
 @hparams
