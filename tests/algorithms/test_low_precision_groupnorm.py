@@ -3,9 +3,6 @@ float32 group norm within a stated tolerance; the surgery keeps the parameters; 
 
 from __future__ import annotations
 
-import warnings
-
-import pytest
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
@@ -15,46 +12,30 @@ from composer.algorithms import LowPrecisionGroupNorm
 from composer.algorithms.low_precision_groupnorm import LowPrecisionGroupNormModule
 from composer.functional import apply_low_precision_groupnorm
 from composer.models import ComposerClassifier
-
-# As for LayerNorm (tests/algorithms/test_low_precision_layernorm.py): the input, weight, bias and output are each
-# rounded to a relative error of at most the unit roundoff u (2^-8 bf16, 2^-11 fp16), the statistics accumulate in
-# float32, so on outputs of order 1 we allow 4u, relative and absolute.
-BF16_TOL = 4 * 2**-8
-FP16_TOL = 4 * 2**-11
+from tests.algorithms.low_precision_norm_helpers import (
+    HALF_DTYPES,
+    assert_half_and_close_under_autocast,
+    assert_same_without_autocast,
+    fit_bf16_without_warnings_and_warn_in_fp32,
+    randomize_affine,
+)
 
 
 def _norm(groups: int, channels: int, seed: int) -> nn.GroupNorm:
-    norm = nn.GroupNorm(groups, channels)
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        norm.weight.copy_(torch.rand(channels, generator=g) + 0.5)
-        norm.bias.copy_(torch.randn(channels, generator=g) * 0.5)
-    return norm
+    return randomize_affine(nn.GroupNorm(groups, channels), seed)
 
 
 def test_without_autocast_it_is_groupnorm_exactly():
     norm = _norm(2, 8, seed=0)
-    low = LowPrecisionGroupNormModule.from_groupnorm(norm)
     x = torch.randn(3, 8, 5, 5, generator=torch.Generator().manual_seed(1), requires_grad=True)
-    out, ref = low(x), norm(x)
-    assert torch.equal(out, ref)
-    (grad,) = torch.autograd.grad(out.square().sum(), x)
-    (grad_ref,) = torch.autograd.grad(ref.square().sum(), x)
-    assert torch.equal(grad, grad_ref)
+    assert_same_without_autocast(LowPrecisionGroupNormModule.from_groupnorm(norm), norm, x)
 
 
-@pytest.mark.parametrize(("dtype", "tol"), [(torch.bfloat16, BF16_TOL), (torch.float16, FP16_TOL)])
+@HALF_DTYPES
 def test_under_autocast_the_output_is_half_precision_and_close_to_float32(dtype: torch.dtype, tol: float):
     norm = _norm(4, 16, seed=0)
-    low = LowPrecisionGroupNormModule.from_groupnorm(norm)
     x = torch.randn(4, 16, 6, 6, generator=torch.Generator().manual_seed(2)) * 3 + 1
-    reference = norm(x)
-    with torch.autocast("cpu", dtype=dtype):
-        out = low(x)
-        original = norm(x)
-    assert out.dtype == dtype
-    assert original.dtype == torch.float32  # the original norm keeps a float32 input in float32
-    torch.testing.assert_close(out.float(), reference, rtol=tol, atol=tol)
+    assert_half_and_close_under_autocast(LowPrecisionGroupNormModule.from_groupnorm(norm), norm, x, dtype, tol)
 
 
 def test_surgery_keeps_the_parameters_and_the_state_dict_keys():
@@ -83,11 +64,5 @@ def test_the_algorithm_trains_in_bf16_and_warns_in_fp32():
         )
         return net, trainer
 
-    net, trainer = run("bf16")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", UserWarning)
-        trainer.fit()
+    net, _ = fit_bf16_without_warnings_and_warn_in_fp32(run)
     assert isinstance(net[1], LowPrecisionGroupNormModule)
-    assert torch.isfinite(torch.as_tensor(trainer.state.loss)).all()
-    with pytest.warns(UserWarning, match="no effect with precision='fp32'"):
-        run("fp32")

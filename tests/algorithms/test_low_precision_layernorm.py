@@ -3,8 +3,6 @@ float32 layer norm within a stated tolerance; the surgery keeps the parameters; 
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 import torch
 from torch import nn
@@ -16,46 +14,30 @@ from composer.algorithms.low_precision_layernorm import LowPrecisionLayerNormMod
 from composer.datasets import ByteTextDataset
 from composer.functional import apply_low_precision_layernorm
 from composer.models import GPT, GPTConfig
-
-# A half-precision layer norm rounds the input, the weight, the bias and the output, each to a relative error of at
-# most the unit roundoff u (2^-8 for bfloat16, 2^-11 for float16); the statistics are accumulated in float32. On
-# outputs of order 1 the error therefore stays within a few u: we allow 4u, relative and absolute.
-BF16_TOL = 4 * 2**-8  # 0.0156
-FP16_TOL = 4 * 2**-11  # 0.00195
+from tests.algorithms.low_precision_norm_helpers import (
+    HALF_DTYPES,
+    assert_half_and_close_under_autocast,
+    assert_same_without_autocast,
+    fit_bf16_without_warnings_and_warn_in_fp32,
+    randomize_affine,
+)
 
 
 def _norm(shape: tuple[int, ...], seed: int) -> nn.LayerNorm:
-    norm = nn.LayerNorm(shape)
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        norm.weight.copy_(torch.rand(shape, generator=g) + 0.5)
-        norm.bias.copy_(torch.randn(shape, generator=g) * 0.5)
-    return norm
+    return randomize_affine(nn.LayerNorm(shape), seed)
 
 
 def test_without_autocast_it_is_layernorm_exactly():
     norm = _norm((16,), seed=0)
-    low = LowPrecisionLayerNormModule.from_layernorm(norm)
     x = torch.randn(4, 7, 16, generator=torch.Generator().manual_seed(1), requires_grad=True)
-    out, ref = low(x), norm(x)
-    assert torch.equal(out, ref)
-    (grad,) = torch.autograd.grad(out.square().sum(), x)
-    (grad_ref,) = torch.autograd.grad(ref.square().sum(), x)
-    assert torch.equal(grad, grad_ref)
+    assert_same_without_autocast(LowPrecisionLayerNormModule.from_layernorm(norm), norm, x)
 
 
-@pytest.mark.parametrize(("dtype", "tol"), [(torch.bfloat16, BF16_TOL), (torch.float16, FP16_TOL)])
+@HALF_DTYPES
 def test_under_autocast_the_output_is_half_precision_and_close_to_float32(dtype: torch.dtype, tol: float):
     norm = _norm((32,), seed=0)
-    low = LowPrecisionLayerNormModule.from_layernorm(norm)
     x = torch.randn(8, 5, 32, generator=torch.Generator().manual_seed(2)) * 3 + 1
-    reference = norm(x)  # float32, no autocast
-    with torch.autocast("cpu", dtype=dtype):
-        out = low(x)
-        original = norm(x)
-    assert out.dtype == dtype
-    assert original.dtype == torch.float32  # the original norm keeps a float32 input in float32
-    torch.testing.assert_close(out.float(), reference, rtol=tol, atol=tol)
+    assert_half_and_close_under_autocast(LowPrecisionLayerNormModule.from_layernorm(norm), norm, x, dtype, tol)
 
 
 def test_gradients_reach_the_float32_parameters_under_autocast():
@@ -95,11 +77,5 @@ def _gpt_run(precision: str) -> tuple[GPT, Trainer]:
 
 
 def test_the_algorithm_trains_a_gpt_in_bf16_and_warns_in_fp32():
-    model, trainer = _gpt_run("bf16")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", UserWarning)
-        trainer.fit()
+    model, _ = fit_bf16_without_warnings_and_warn_in_fp32(_gpt_run)
     assert sum(isinstance(m, LowPrecisionLayerNormModule) for m in model.modules()) == 3  # ln_1, ln_2, ln_f
-    assert torch.isfinite(torch.as_tensor(trainer.state.loss)).all()
-    with pytest.warns(UserWarning, match="no effect with precision='fp32'"):
-        _gpt_run("fp32")
