@@ -134,30 +134,36 @@ def _check_entry(path: str, name: Any, fields: Any, registry: Mapping[str, Any],
     )
 
 
-def _check_one(field: str, value: Any, registry: Mapping[str, Any], noun: str, problems: list[ConfigError]) -> None:
-    if value is None:
-        return
-    try:
-        if isinstance(value, str):
-            _check_entry(f"{field}.{value}", value, None, registry, noun)
-            return
-        entries = {k: v for k, v in value.items() if v is not False} if isinstance(value, Mapping) else None
-        if entries is None or len(entries) != 1:
-            got = sorted(entries) if entries is not None else repr(value)
-            raise ConfigError(
-                field,
-                f"expected one {noun} as a one-key mapping {{name: {{fields}}}} or a name, got {got}. The valid names "
-                f"are {sorted(registry)}. To switch on the command line, remove the old one too: {field}.OLD=false.",
-            )
-        ((name, fields),) = entries.items()
-        _check_entry(f"{field}.{name}", name, fields, registry, noun)
-    except ConfigError as error:
-        problems.append(error)
+def one_entry(field: str, value: Any, registry: Mapping[str, Any], noun: str) -> tuple[Any, Any]:
+    """``(name, fields)`` of a one-of field given as ``name`` or ``{name: fields}`` (not None).
+
+    Entries switched off (``name: false``) are left out first. Raises a ConfigError when not exactly one is left.
+    Shared by this schema check and the builder of :mod:`composer.config.trainer_hparams`.
+    """
+    if isinstance(value, str):
+        return value, None
+    entries = {k: v for k, v in value.items() if v is not False} if isinstance(value, Mapping) else None
+    if entries is None or len(entries) != 1:
+        got = sorted(entries) if entries is not None else repr(value)
+        raise ConfigError(
+            field,
+            f"expected one {noun} as a one-key mapping {{name: {{fields}}}} or a name, got {got}. The valid names "
+            f"are {sorted(registry)}. To switch on the command line, remove the old one too: {field}.OLD=false.",
+        )
+    ((name, fields),) = entries.items()
+    return name, fields
 
 
-def _check_set(field: str, value: Any, registry: Mapping[str, Any], noun: str, problems: list[ConfigError]) -> None:
+def set_entries(field: str, value: Any, noun: str, problems: list[ConfigError]) -> list[tuple[Any, Any]]:
+    """``(name, fields)`` pairs, in order, of a set field: a mapping ``{name: fields}`` or a list of names and one-key
+    mappings (None: none).
+
+    Entries switched off (``fields`` False, e.g. by an override ``algorithms.mixup=false``) are left out; a malformed
+    item or a repeated name is left out and its problem appended to ``problems``, so that every entry is checked.
+    Shared by this schema check and the builder of :mod:`composer.config.trainer_hparams`.
+    """
     if value is None:
-        return
+        return []
     items: list[tuple[Any, Any]] = []
     if isinstance(value, Mapping):
         items = list(value.items())
@@ -176,6 +182,7 @@ def _check_set(field: str, value: Any, registry: Mapping[str, Any], noun: str, p
                 )
     else:
         problems.append(ConfigError(field, f"expected a mapping {{name: {{fields}}}} of {noun}s, got {value!r}."))
+    entries: list[tuple[Any, Any]] = []
     seen: set[Any] = set()
     for name, fields in items:
         if fields is False:
@@ -186,6 +193,22 @@ def _check_set(field: str, value: Any, registry: Mapping[str, Any], noun: str, p
             )
             continue
         seen.add(name)
+        entries.append((name, fields))
+    return entries
+
+
+def _check_one(field: str, value: Any, registry: Mapping[str, Any], noun: str, problems: list[ConfigError]) -> None:
+    if value is None:
+        return
+    try:
+        name, fields = one_entry(field, value, registry, noun)
+        _check_entry(f"{field}.{name}", name, fields, registry, noun)
+    except ConfigError as error:
+        problems.append(error)
+
+
+def _check_set(field: str, value: Any, registry: Mapping[str, Any], noun: str, problems: list[ConfigError]) -> None:
+    for name, fields in set_entries(field, value, noun, problems):
         try:
             _check_entry(f"{field}.{name}", name, fields, registry, noun)
         except ConfigError as error:

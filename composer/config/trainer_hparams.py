@@ -61,6 +61,7 @@ from composer.config.config_error import ConfigError, suggest
 from composer.config.datasets import DatasetHparams
 from composer.config.field_checks import bool_number_problems, type_problems, value_problems
 from composer.config.models import ModelHparams
+from composer.config.recipe_schema import one_entry, set_entries
 from composer.config.registry import ALGORITHM_HPARAMS, DATASETS, MODELS
 from composer.core.hparams import Hparams, hparams
 from composer.loggers import LOGGER_HPARAMS
@@ -124,17 +125,7 @@ def _parse_one(field: str, value: Any, registry: Mapping[str, type[Hparams]], no
     """``{name: fields}`` or ``name`` -> the config; None stays None."""
     if value is None or isinstance(value, Hparams):
         return value
-    if isinstance(value, str):
-        return _build_entry(f"{field}.{value}", value, None, registry, noun)
-    entries = {k: v for k, v in value.items() if v is not False} if isinstance(value, Mapping) else None
-    if entries is None or len(entries) != 1:
-        got = sorted(entries) if entries is not None else repr(value)
-        raise ConfigError(
-            field,
-            f"expected one {noun} as a one-key mapping {{name: {{fields}}}} or a name, got {got}. The valid names are "
-            f"{sorted(registry)}. To switch on the command line, remove the old one too: {field}.OLD=false.",
-        )
-    ((name, fields),) = entries.items()
+    name, fields = one_entry(field, value, registry, noun)
     return _build_entry(f"{field}.{name}", name, fields, registry, noun)
 
 
@@ -145,37 +136,8 @@ def _parse_set(
 
     An entry with a problem is left out and its problem appended to ``problems``, so that every entry is checked.
     """
-    if value is None:
-        return {}
-    items: list[tuple[str, Any]] = []
-    if isinstance(value, Mapping):
-        items = list(value.items())
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            if isinstance(item, str):
-                items.append((item, None))
-            elif isinstance(item, Mapping) and len(item) == 1:
-                items.extend(item.items())
-            else:
-                problems.append(
-                    ConfigError(
-                        f"{field}.{index}",
-                        f"expected a {noun} name or a one-key mapping {{name: {{fields}}}}, got {item!r}.",
-                    )
-                )
-    else:
-        problems.append(ConfigError(field, f"expected a mapping {{name: {{fields}}}} of {noun}s, got {value!r}."))
     result: dict[str, Hparams] = {}
-    seen: set[str] = set()
-    for name, fields in items:
-        if fields is False:
-            continue  # removed, e.g. by an override `algorithms.mixup=false`
-        if name in seen:
-            problems.append(
-                ConfigError(f"{field}.{name}", f"the {noun} {name!r} is given twice; give each {noun} once.")
-            )
-            continue
-        seen.add(name)
+    for name, fields in set_entries(field, value, noun, problems):
         try:
             result[name] = (
                 fields if isinstance(fields, Hparams) else _build_entry(f"{field}.{name}", name, fields, registry, noun)
