@@ -3,6 +3,7 @@
 * :func:`time_interleaved` times several step functions in rounds, in an order that rotates from round to round, so
   drift in machine speed (a loaded, shared CPU) hits all of them; :func:`print_times` reports the median and best
   time per step and the median over rounds of each variant's ratio to the baseline of the same round.
+* :func:`sgd_step` makes such a step function: forward, backward and an SGD step of a classifier on one batch.
 * :func:`count_macs` counts the multiply-adds of a model's ``Conv2d`` and ``Linear`` layers for one input.
 * :func:`digits_runs` trains ``recipes/digits_baseline.yaml`` with overrides (one variant each), interleaved by seed,
   through ``composer compare``'s measurement (only ``fit()`` timed, one evaluation after training).
@@ -19,7 +20,15 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["DIGITS_BASELINE", "count_macs", "digits_runs", "print_runs", "print_times", "time_interleaved"]
+__all__ = [
+    "DIGITS_BASELINE",
+    "count_macs",
+    "digits_runs",
+    "print_runs",
+    "print_times",
+    "sgd_step",
+    "time_interleaved",
+]
 
 DIGITS_BASELINE = Path(__file__).resolve().parents[1] / "recipes" / "digits_baseline.yaml"
 
@@ -54,6 +63,19 @@ def print_times(times: Mapping[str, list[float]], baseline: str, unit: str = "ms
             f"{ratios[name]:.3f} |"
         )
     return ratios
+
+
+def sgd_step(net: nn.Module, x: torch.Tensor, y: torch.Tensor) -> Callable[[], None]:
+    """A step function for :func:`time_interleaved`: forward, cross-entropy backward and an SGD step (lr 0.01,
+    momentum 0.9) of ``net`` on the batch ``x``, ``y``."""
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+
+    def step() -> None:
+        optimizer.zero_grad(set_to_none=True)
+        nn.functional.cross_entropy(net(x), y).backward()
+        optimizer.step()
+
+    return step
 
 
 def count_macs(model: nn.Module, *inputs: Any) -> int:

@@ -29,7 +29,7 @@ from torch.utils.data import DataLoader
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # for _interleaved, run as a script
 
-from _interleaved import count_macs, digits_runs, print_runs, print_times, time_interleaved
+from _interleaved import count_macs, digits_runs, print_runs, print_times, sgd_step, time_interleaved
 
 from composer import Trainer
 from composer.datasets import ByteTextDataset, load_python_docs, python_docs_dataloaders
@@ -41,17 +41,6 @@ __all__: list[str] = []
 
 def _params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
-
-
-def _sgd_step(net: nn.Module, x: torch.Tensor, y: torch.Tensor) -> Callable[[], None]:
-    optimizer = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-
-    def step() -> None:
-        optimizer.zero_grad(set_to_none=True)
-        nn.functional.cross_entropy(net(x), y).backward()
-        optimizer.step()
-
-    return step
 
 
 def digits(latents: list[float], rounds: int, epochs: int, seeds: list[int]) -> None:
@@ -70,7 +59,7 @@ def digits(latents: list[float], rounds: int, epochs: int, seeds: list[int]) -> 
         print(f"| {name} | {p:,} | {p / _params(base):.3f} | {m:,} | {m / count_macs(base, image):.3f} |")
     g = torch.Generator().manual_seed(0)
     x, y = torch.randn(32, 1, 32, 32, generator=g), torch.randint(0, 10, (32,), generator=g)
-    steps = {name: _sgd_step(net.train(), x, y) for name, net in nets.items()}
+    steps = {name: sgd_step(net.train(), x, y) for name, net in nets.items()}
     print(f"\ndigits CNN: forward + backward + SGD step, batch 32, {rounds} rounds of 5 steps")
     print_times(time_interleaved(steps, rounds, 5), "baseline")
     if epochs:

@@ -20,7 +20,6 @@ import argparse
 import copy
 import functools
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -28,7 +27,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # for _interleaved, run as a script
 
-from _interleaved import digits_runs, print_runs, print_times, time_interleaved
+from _interleaved import digits_runs, print_runs, print_times, sgd_step, time_interleaved
 
 from composer import Trainer
 from composer.datasets import digits_dataloaders
@@ -38,17 +37,6 @@ from composer.optim import DecoupledSGDW
 from composer.optim.scheduler_functions import linear_with_warmup_scheduler
 
 __all__: list[str] = []
-
-
-def _sgd_step(net: nn.Module, x: torch.Tensor, y: torch.Tensor) -> Callable[[], None]:
-    optimizer = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-
-    def step() -> None:
-        optimizer.zero_grad(set_to_none=True)
-        nn.functional.cross_entropy(net(x), y).backward()
-        optimizer.step()
-
-    return step
 
 
 def _groupnorm_net(standardized: bool) -> nn.Module:
@@ -87,7 +75,7 @@ def groupnorm(rounds: int, epochs: int, seeds: list[int]) -> None:
     g = torch.Generator().manual_seed(0)
     x, y = torch.randn(32, 1, 32, 32, generator=g), torch.randint(0, 10, (32,), generator=g)
     print(f"\nGroupNorm digits CNN: forward + backward + SGD step, batch 32, {rounds} rounds of 5 steps")
-    print_times(time_interleaved({n: _sgd_step(m, x, y) for n, m in nets.items()}, rounds, 5), "groupnorm")
+    print_times(time_interleaved({n: sgd_step(m, x, y) for n, m in nets.items()}, rounds, 5), "groupnorm")
     if epochs:
         print(f"\nGroupNorm digits CNN, the recipe's training, {epochs} epochs, seeds {seeds}: held-out accuracy")
         results: dict[str, list[float]] = {name: [] for name in nets}
@@ -114,7 +102,7 @@ def main() -> None:
     g = torch.Generator().manual_seed(0)
     x, y = torch.randn(32, 1, 32, 32, generator=g), torch.randint(0, 10, (32,), generator=g)
     print(f"digits CNN: forward + backward + SGD step, batch 32, {args.rounds} rounds of 5 steps")
-    steps = {name: _sgd_step(net, x, y) for name, net in nets.items()}
+    steps = {name: sgd_step(net, x, y) for name, net in nets.items()}
     print_times(time_interleaved(steps, args.rounds, 5), "baseline")
     if args.epochs:
         variants = {"baseline": [], "weight_standardization": ["algorithms.weight_standardization={}"]}
