@@ -124,6 +124,19 @@ class Logger:
         for destination in wanted:
             destination.log_metric(timestamp, level, dict(values))
 
+    def _send(
+        self, log_level: LogLevel | str | int, send: Callable[[LoggerDestination, Timestamp, LogLevel], None]
+    ) -> None:
+        """Calls ``send(destination, timestamp, level)`` for each destination that logs ``log_level`` now."""
+        if not self.destinations:
+            return
+        level = LogLevel.parse(log_level)
+        state = self._state
+        timestamp = state.timer.get_timestamp()
+        for destination in self.destinations:
+            if destination.will_log(state, level):
+                send(destination, timestamp, level)
+
     # The level is known: these skip parsing it (metric_batch runs several times per batch).
 
     def metric_fit(self, data: LogData | Callable[[], LogData]) -> None:
@@ -143,14 +156,9 @@ class Logger:
 
     def log_images(self, name: str, images: Any, log_level: LogLevel | str | int = LogLevel.BATCH) -> None:
         """Hands ``images`` ((C, H, W) or (N, C, H, W), floats in [0, 1]) to each destination logging ``log_level``."""
-        if not self.destinations:
-            return
-        level = LogLevel.parse(log_level)
-        state = self._state
-        timestamp = state.timer.get_timestamp()
-        for destination in self.destinations:
-            if destination.will_log(state, level):
-                destination.log_images(timestamp, level, name, images)
+        self._send(
+            log_level, lambda destination, timestamp, level: destination.log_images(timestamp, level, name, images)
+        )
 
     def log_text(self, name: str, text: str, log_level: LogLevel | str | int = LogLevel.EPOCH) -> None:
         """Hands ``text`` to each destination that logs ``log_level`` now and takes text.
@@ -173,14 +181,7 @@ class Logger:
         """
         if not isinstance(text, str):
             raise TypeError(f"log_text text must be a str, got {type(text).__name__}; decode tokens first.")
-        if not self.destinations:
-            return
-        level = LogLevel.parse(log_level)
-        state = self._state
-        timestamp = state.timer.get_timestamp()
-        for destination in self.destinations:
-            if destination.will_log(state, level):
-                destination.log_text(timestamp, level, name, text)
+        self._send(log_level, lambda destination, timestamp, level: destination.log_text(timestamp, level, name, text))
 
     def log_metrics(self, data: LogData, log_level: LogLevel | str | int = LogLevel.BATCH) -> None:
         """Logs ``data`` (default level: BATCH); the spelling newer Composer and Lightning users know."""
