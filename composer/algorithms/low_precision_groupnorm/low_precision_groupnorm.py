@@ -16,9 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from composer.algorithms.utils.low_precision import LowPrecisionNormAlgorithm, autocast_dtype, cast_optional
+from composer.algorithms.utils.low_precision import LowPrecisionNormAlgorithm, norm_in_autocast_dtype, swap_norms
 from composer.core.hparams import Hparams, hparams
-from composer.utils.module_surgery import replace_module_classes
 
 __all__ = [
     "LowPrecisionGroupNorm",
@@ -65,17 +64,13 @@ class LowPrecisionGroupNormModule(nn.GroupNorm):
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         """Group norm of ``input`` (``(N, C, ...)``), in the autocast dtype when autocast is on."""
-        dtype = autocast_dtype(input.device)
-        if dtype is None:
-            return super().forward(input)
-        with torch.autocast(device_type=input.device.type, enabled=False):
-            return F.group_norm(
-                input.to(dtype),
-                self.num_groups,
-                cast_optional(self.weight, dtype),
-                cast_optional(self.bias, dtype),
-                self.eps,
-            )
+        out = norm_in_autocast_dtype(
+            input,
+            self.weight,
+            self.bias,
+            lambda x, weight, bias: F.group_norm(x, self.num_groups, weight, bias, self.eps),
+        )
+        return super().forward(input) if out is None else out
 
 
 def apply_low_precision_groupnorm(
@@ -105,13 +100,7 @@ def apply_low_precision_groupnorm(
         torch.bfloat16
     """
 
-    def policy(module: nn.Module, index: int) -> nn.Module | None:
-        if isinstance(module, LowPrecisionGroupNormModule):
-            return None
-        assert isinstance(module, nn.GroupNorm)
-        return LowPrecisionGroupNormModule.from_groupnorm(module)
-
-    replace_module_classes(model, {nn.GroupNorm: policy}, optimizers=optimizers)
+    swap_norms(model, nn.GroupNorm, LowPrecisionGroupNormModule, LowPrecisionGroupNormModule.from_groupnorm, optimizers)
     return model
 
 

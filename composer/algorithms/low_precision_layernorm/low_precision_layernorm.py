@@ -17,9 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from composer.algorithms.utils.low_precision import LowPrecisionNormAlgorithm, autocast_dtype, cast_optional
+from composer.algorithms.utils.low_precision import LowPrecisionNormAlgorithm, norm_in_autocast_dtype, swap_norms
 from composer.core.hparams import Hparams, hparams
-from composer.utils.module_surgery import replace_module_classes
 
 __all__ = [
     "LowPrecisionLayerNorm",
@@ -66,17 +65,13 @@ class LowPrecisionLayerNormModule(nn.LayerNorm):
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         """Layer norm of ``input`` (``(..., *normalized_shape)``), in the autocast dtype when autocast is on."""
-        dtype = autocast_dtype(input.device)
-        if dtype is None:
-            return super().forward(input)
-        with torch.autocast(device_type=input.device.type, enabled=False):
-            return F.layer_norm(
-                input.to(dtype),
-                self.normalized_shape,
-                cast_optional(self.weight, dtype),
-                cast_optional(self.bias, dtype),
-                self.eps,
-            )
+        out = norm_in_autocast_dtype(
+            input,
+            self.weight,
+            self.bias,
+            lambda x, weight, bias: F.layer_norm(x, self.normalized_shape, weight, bias, self.eps),
+        )
+        return super().forward(input) if out is None else out
 
 
 def apply_low_precision_layernorm(
@@ -107,13 +102,7 @@ def apply_low_precision_layernorm(
         torch.bfloat16
     """
 
-    def policy(module: nn.Module, index: int) -> nn.Module | None:
-        if isinstance(module, LowPrecisionLayerNormModule):
-            return None
-        assert isinstance(module, nn.LayerNorm)
-        return LowPrecisionLayerNormModule.from_layernorm(module)
-
-    replace_module_classes(model, {nn.LayerNorm: policy}, optimizers=optimizers)
+    swap_norms(model, nn.LayerNorm, LowPrecisionLayerNormModule, LowPrecisionLayerNormModule.from_layernorm, optimizers)
     return model
 
 

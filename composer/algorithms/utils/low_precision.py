@@ -1,14 +1,15 @@
 """What the low-precision norms (LayerNorm, GroupNorm) share: the autocast dtype, parameter casts, the algorithm.
 
-Each norm's module runs its functional op in :func:`autocast_dtype` with autocast disabled, casting its weight and
-bias with :func:`cast_optional`; each norm's algorithm is a :class:`LowPrecisionNormAlgorithm` that names the norm
-and how to swap it.
+Each norm's module runs its functional op through :func:`norm_in_autocast_dtype` (input, weight and bias cast to
+:func:`autocast_dtype`, autocast disabled); :func:`swap_norms` replaces a model's norms with such modules; each norm's
+algorithm is a :class:`LowPrecisionNormAlgorithm` that names the norm and how to swap it.
 """
 
 from __future__ import annotations
 
 import warnings
-from typing import ClassVar
+from collections.abc import Callable, Sequence
+from typing import ClassVar, TypeVar
 
 import torch
 from torch import nn
@@ -18,8 +19,11 @@ from composer.core.event import Event
 from composer.core.logging.logger import Logger
 from composer.core.precision import Precision
 from composer.core.state import State
+from composer.utils.module_surgery import replace_module_classes
 
-__all__ = ["LowPrecisionNormAlgorithm", "autocast_dtype", "cast_optional"]
+__all__ = ["LowPrecisionNormAlgorithm", "autocast_dtype", "norm_in_autocast_dtype", "swap_norms"]
+
+_Norm = TypeVar("_Norm", bound=nn.Module)
 
 
 def autocast_dtype(device: torch.device) -> torch.dtype | None:
@@ -37,16 +41,60 @@ def autocast_dtype(device: torch.device) -> torch.dtype | None:
     return torch.get_autocast_dtype(device.type)
 
 
-def cast_optional(tensor: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
-    """``tensor`` cast to ``dtype``, or None for None (a norm without weight or bias).
+def _cast(tensor: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+    return None if tensor is None else tensor.to(dtype)
+
+
+def norm_in_autocast_dtype(
+    input: torch.Tensor,
+    weight: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    norm: Callable[[torch.Tensor, torch.Tensor | None, torch.Tensor | None], torch.Tensor],
+) -> torch.Tensor | None:
+    """``norm(input, weight, bias)`` with the three cast to the autocast dtype and autocast disabled, or None when
+    autocast is off for ``input``'s device (the caller then runs its float32 norm).
 
     Example:
-        >>> cast_optional(torch.ones(2), torch.bfloat16).dtype
-        torch.bfloat16
-        >>> cast_optional(None, torch.bfloat16) is None
+        >>> x = torch.randn(2, 8)
+        >>> norm_in_autocast_dtype(x, None, None, lambda x, w, b: x) is None
         True
+        >>> with torch.autocast("cpu", dtype=torch.bfloat16):
+        ...     norm_in_autocast_dtype(x, None, None, lambda x, w, b: torch.nn.functional.layer_norm(x, (8,), w, b)).dtype
+        torch.bfloat16
     """
-    return None if tensor is None else tensor.to(dtype)
+    dtype = autocast_dtype(input.device)
+    if dtype is None:
+        return None
+    with torch.autocast(device_type=input.device.type, enabled=False):
+        return norm(input.to(dtype), _cast(weight, dtype), _cast(bias, dtype))
+
+
+def swap_norms(
+    model: nn.Module,
+    norm_class: type[nn.Module],
+    low_class: type[_Norm],
+    build: Callable[[_Norm], nn.Module],
+    optimizers: torch.optim.Optimizer | Sequence[torch.optim.Optimizer] | None,
+) -> None:
+    """Replaces each ``norm_class`` module of ``model`` that is not already a ``low_class`` with ``build(module)``,
+    in place (see :func:`~composer.utils.replace_module_classes`, which warns when nothing is replaced).
+
+    Example:
+        >>> from composer.algorithms.low_precision_layernorm import LowPrecisionLayerNormModule
+        >>> model = torch.nn.Sequential(torch.nn.LayerNorm(4))
+        >>> ln = torch.nn.LayerNorm
+        >>> swap_norms(model, ln, LowPrecisionLayerNormModule, LowPrecisionLayerNormModule.from_layernorm, None)
+        >>> type(model[0]).__name__
+        'LowPrecisionLayerNormModule'
+    """
+
+    def policy(module: nn.Module, index: int) -> nn.Module | None:
+        if isinstance(module, low_class):
+            return None
+        assert isinstance(module, norm_class)
+        return build(module)  # type: ignore[arg-type]  # a norm_class module, as built by `build`
+
+    replace_module_classes(model, {norm_class: policy}, optimizers=optimizers)
 
 
 class LowPrecisionNormAlgorithm(Algorithm):
