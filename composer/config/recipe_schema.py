@@ -104,14 +104,22 @@ def _problems(config: Mapping[str, Any]) -> list[ConfigError]:
     return sorted(problems, key=top)
 
 
-def _check_entry(path: str, name: Any, fields: Any, registry: Mapping[str, Any], noun: str) -> None:
-    """Raises the ConfigError that building ``registry[name]`` from ``fields`` would, if it is about names or keys."""
+def check_registered(path: str, name: Any, registry: Mapping[str, Any], noun: str) -> None:
+    """Raises a ConfigError located at ``path`` when ``name`` is not a name of ``registry`` (with a suggestion).
+
+    Shared by this schema check and the builder of :mod:`composer.config.trainer_hparams`.
+    """
     if not isinstance(name, str) or name not in registry:
         raise ConfigError(
             path,
             f"unknown {noun} {name!r}.{suggest(str(name), registry)} The valid names are {sorted(registry)} "
             "(run `composer list` for a line on each).",
         )
+
+
+def _check_entry(path: str, name: Any, fields: Any, registry: Mapping[str, Any], noun: str) -> None:
+    """Raises the ConfigError that building ``registry[name]`` from ``fields`` would, if it is about names or keys."""
+    check_registered(path, name, registry, noun)
     entry = registry[name]
     valid = list(entry["fields"])
     if fields is None:

@@ -61,7 +61,7 @@ from composer.config.config_error import ConfigError, suggest
 from composer.config.datasets import DatasetHparams
 from composer.config.field_checks import bool_number_problems, type_problems, value_problems
 from composer.config.models import ModelHparams
-from composer.config.recipe_schema import one_entry, set_entries
+from composer.config.recipe_schema import check_registered, one_entry, set_entries
 from composer.config.registry import ALGORITHM_HPARAMS, DATASETS, MODELS
 from composer.core.hparams import Hparams, hparams
 from composer.loggers import LOGGER_HPARAMS
@@ -92,12 +92,7 @@ _SETS: dict[str, tuple[Mapping[str, type[Hparams]], str]] = {
 
 def _build_entry(path: str, name: str, fields: Any, registry: Mapping[str, type[Hparams]], noun: str) -> Hparams:
     """Builds ``registry[name]`` from ``fields`` (a mapping or None), with errors located at ``path``."""
-    if not isinstance(name, str) or name not in registry:
-        raise ConfigError(
-            path,
-            f"unknown {noun} {name!r}.{suggest(str(name), registry)} The valid names are {sorted(registry)} "
-            "(run `composer list` for a line on each).",
-        )
+    check_registered(path, name, registry, noun)
     config_class = registry[name]
     if fields is None:
         fields = {}
