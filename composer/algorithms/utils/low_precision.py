@@ -8,6 +8,7 @@ algorithm is a :class:`LowPrecisionNormAlgorithm` that names the norm and how to
 from __future__ import annotations
 
 import warnings
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from typing import ClassVar, TypeVar
 
@@ -117,9 +118,9 @@ class LowPrecisionNormAlgorithm(Algorithm):
     module_class: ClassVar[type[nn.Module]]
     """The low-precision module class that :meth:`swap` installs."""
 
+    @abstractmethod
     def swap(self, model: nn.Module) -> None:
         """Replaces the norms of ``model`` with :attr:`module_class`, in place."""
-        raise NotImplementedError
 
     def match(self, event: Event, state: State) -> bool:
         """Runs once, at ``Event.INIT``."""
