@@ -23,6 +23,7 @@ import torch
 import torch.distributed as torch_dist
 
 from composer.cli.__main__ import main as composer_main
+from composer.trainer import Trainer
 from composer.trainer.fsdp import FSDPConfig, full_model_state_dict
 from composer.utils import dist
 from composer.utils.checkpoint import CheckpointError, convert_sharded_to_full, read_checkpoint
@@ -100,6 +101,24 @@ def group_of_one(folder: Path) -> None:
     torch_dist.init_process_group("gloo", store=store, rank=0, world_size=1, timeout=datetime.timedelta(seconds=30))
 
 
+def resume_on_one_rank(folder: Path, **kwargs: Any) -> tuple[Trainer, int, dict[str, torch.Tensor]]:
+    """Loads a 2-rank sharded checkpoint (named by ``kwargs``) into a fresh model (seed 7) on a process group of one
+    and trains it to the end; returns the closed Trainer, the batch it resumed at and its final full state."""
+    group_of_one(folder)
+    try:
+        model = worker.make_model(seed=7)
+        trainer = make_trainer(model, one_rank_loader(), fsdp_config=SHARDED, **kwargs)
+        resumed_at = int(trainer.state.timer.batch)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "was saved by 2 ranks")
+            trainer.fit()
+        final = full_model_state_dict(model)
+        trainer.close()
+    finally:
+        torch_dist.destroy_process_group()
+    return trainer, resumed_at, final
+
+
 @pytest.fixture(scope="module")
 def one_rank(tmp_path_factory) -> dict[str, Any]:
     """The sharded run of one rank (batch 2B) whose checkpoint at batch 4 the job loads; its final weights."""
@@ -168,20 +187,10 @@ def test_a_one_rank_checkpoint_resumes_on_two_ranks(job, one_rank):
 
 @pytest.mark.dist
 def test_a_two_rank_checkpoint_resumes_on_one_rank(job, one_rank, tmp_path):
-    group_of_one(tmp_path)
-    try:
-        model = worker.make_model(seed=7)
-        trainer = make_trainer(
-            model, one_rank_loader(), fsdp_config=SHARDED, load_path=job["folder"] / "sharded" / "ep1-ba8"
-        )
-        assert int(trainer.state.timer.batch) == 8
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "was saved by 2 ranks")
-            trainer.fit()
-        assert_close(full_model_state_dict(model), job[0]["plain"])
-        assert_close(full_model_state_dict(model), one_rank["final"])
-    finally:
-        torch_dist.destroy_process_group()
+    _, resumed_at, final = resume_on_one_rank(tmp_path, load_path=job["folder"] / "sharded" / "ep1-ba8")
+    assert resumed_at == 8
+    assert_close(final, job[0]["plain"])
+    assert_close(final, one_rank["final"])
 
 
 @pytest.mark.dist
@@ -221,25 +230,14 @@ def upload_sharded(server, source: Path, tmp_path: Path) -> str:
 @pytest.mark.dist
 def test_a_sharded_load_path_in_an_object_store_resumes_like_the_local_folder(job, one_rank, tmp_path, s3_env):
     bucket = upload_sharded(s3_env, job["folder"] / "sharded" / "ep1-ba8", tmp_path)
-    group_of_one(tmp_path)
-    try:
-        model = worker.make_model(seed=7)
-        trainer = make_trainer(
-            model,
-            one_rank_loader(),
-            fsdp_config=SHARDED,
-            load_path=f"s3://{bucket}/run/ep1-ba8",
-            storage_options={"endpoint_url": s3_env.endpoint_url, "local_folder": str(tmp_path / "download")},
-        )
-        assert int(trainer.state.timer.batch) == 8
-        assert trainer.checkpointing.loaded_path == tmp_path / "download" / "ep1-ba8"
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "was saved by 2 ranks")
-            trainer.fit()
-        assert_close(full_model_state_dict(model), one_rank["final"])  # as from the local folder (the test above)
-        trainer.close()
-    finally:
-        torch_dist.destroy_process_group()
+    trainer, resumed_at, final = resume_on_one_rank(
+        tmp_path,
+        load_path=f"s3://{bucket}/run/ep1-ba8",
+        storage_options={"endpoint_url": s3_env.endpoint_url, "local_folder": str(tmp_path / "download")},
+    )
+    assert resumed_at == 8
+    assert trainer.checkpointing.loaded_path == tmp_path / "download" / "ep1-ba8"
+    assert_close(final, one_rank["final"])  # as from the local folder (the test above)
 
 
 @pytest.mark.dist

@@ -24,15 +24,14 @@ from typing import Any
 
 import pytest
 import torch
-import torch.distributed as torch_dist
 
 from composer.trainer.fsdp import full_model_state_dict
 from composer.utils import dist
 from composer.utils.object_store import S3ObjectStore
 from tests.distributed import launch
 from tests.trainer import dist_worker as worker
-from tests.trainer.test_fsdp_trainer import assert_close, assert_equal, fsdp_trainer, make_trainer, one_rank_loader
-from tests.trainer.test_sharded_checkpoint import SHARDED, group_of_one
+from tests.trainer.test_fsdp_trainer import assert_close, assert_equal, fsdp_trainer
+from tests.trainer.test_sharded_checkpoint import SHARDED, resume_on_one_rank
 
 pytest.importorskip("moto.server", reason="needs moto[server] (the dev extra)")
 
@@ -244,26 +243,15 @@ def test_a_two_rank_checkpoint_in_the_store_resumes_on_one_rank(job, s3_env, tmp
         client.copy_object(
             Bucket=bucket, Key=f"reshard/ep1-ba8/{file}", CopySource={"Bucket": bucket, "Key": f"plain/ep1-ba8/{file}"}
         )
-    group_of_one(tmp_path)
-    try:
-        model = worker.make_model(seed=7)
-        trainer = make_trainer(
-            model,
-            one_rank_loader(),
-            fsdp_config=SHARDED,
-            save_folder=f"s3://{bucket}/reshard",
-            autoresume=True,
-            run_name="reshard",
-            storage_options={"endpoint_url": s3_env.endpoint_url, "local_folder": str(tmp_path / "local")},
-        )
-        assert int(trainer.state.timer.batch) == 8
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "was saved by 2 ranks")
-            trainer.fit()
-        assert_close(full_model_state_dict(model), job[0]["plain"])
-        trainer.close()
-    finally:
-        torch_dist.destroy_process_group()
+    _, resumed_at, final = resume_on_one_rank(
+        tmp_path,
+        save_folder=f"s3://{bucket}/reshard",
+        autoresume=True,
+        run_name="reshard",
+        storage_options={"endpoint_url": s3_env.endpoint_url, "local_folder": str(tmp_path / "local")},
+    )
+    assert resumed_at == 8
+    assert_close(final, job[0]["plain"])
 
 
 @pytest.mark.dist

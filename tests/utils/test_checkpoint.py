@@ -372,6 +372,33 @@ def test_checkpoints_are_found_newest_first_ignoring_temporary_files_and_links(t
     assert find_checkpoints(tmp_path / "missing", "ep{epoch}.pt") == []
 
 
+def test_finding_checkpoints_passes_over_folders_being_written_and_entries_that_vanish(tmp_path, monkeypatch):
+    """A saver's upload thread prunes while the training thread writes: a checkpoint folder renamed into place, or a
+    file removed, between the listing and the stat must not fail the scan (a 2-node job once died of it)."""
+    for name in ["ep0-ba4", "ep1-ba8"]:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "composer.pt").write_text("x")
+    (tmp_path / ".ep2-ba12.tmp-7").mkdir()  # a sharded checkpoint being written: never entered
+    (tmp_path / ".ep2-ba12.tmp-7" / "ep9-ba99").mkdir()
+    scandir, stat = os.scandir, Path.stat
+
+    def renamed_scandir(path):  # the folder being written is renamed into place as it is listed
+        if Path(path).name.startswith(".ep2-ba12"):
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", renamed_scandir)
+    assert find_checkpoints(tmp_path, "ep{epoch}-ba{batch}") == [tmp_path / "ep1-ba8", tmp_path / "ep0-ba4"]
+
+    def vanishing_stat(self, *args, **kwargs):  # pruned between the listing and the stat
+        if self.name == "ep1-ba8":
+            raise FileNotFoundError(2, "No such file or directory", str(self))
+        return stat(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "stat", vanishing_stat)
+    assert find_checkpoints(tmp_path, "ep{epoch}-ba{batch}") == [tmp_path / "ep0-ba4"]
+
+
 def test_pruning_keeps_the_one_just_written_and_the_newest_behind_it(tmp_path):
     names = ["ep0-ba1-rank0.pt", "ep0-ba2-rank0.pt", "ep1-ba5-rank0.pt", "ep2-ba9-rank0.pt", "ep2-ba9-rank1.pt"]
     for name in [*names, "ep0-ba0-rank0.pt.bak", "notes.txt", ".ep0-ba0-rank0.pt.tmp-1"]:

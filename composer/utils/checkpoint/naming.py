@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import string
@@ -106,14 +107,23 @@ def _timed_checkpoints(folder: Path, pattern: str, run_name: str) -> list[tuple[
         return []
     regex, fields = _pattern_regex(pattern, run_name)
     found: list[tuple[tuple[float, ...], Path]] = []
-    for path in folder.rglob("*"):
-        if path.name.startswith(".") or path.is_symlink() or not (path.is_file() or path.is_dir()):
-            continue  # a sharded checkpoint is a folder; whether one is complete is for read_checkpoint to say
-        match = regex.fullmatch(path.relative_to(folder).as_posix())
-        if match is None:
-            continue
-        key = (*(float(match.group(f)) for f in _TIME_FIELDS if f in fields), path.stat().st_mtime)
-        found.append((key, path))
+    # os.walk, not rglob: another thread may be writing a checkpoint here (a saver's upload thread prunes while the
+    # training thread writes), so hidden folders (checkpoints being written) are not entered, and an entry renamed
+    # or removed during the scan is passed over instead of failing it.
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in (*dirs, *files):
+            path = Path(root, name)
+            if name.startswith(".") or path.is_symlink():
+                continue  # a sharded checkpoint is a folder; whether one is complete is for read_checkpoint to say
+            match = regex.fullmatch(path.relative_to(folder).as_posix())
+            if match is None:
+                continue
+            try:
+                modified = path.stat().st_mtime
+            except FileNotFoundError:
+                continue
+            found.append(((*(float(match.group(f)) for f in _TIME_FIELDS if f in fields), modified), path))
     return found
 
 
