@@ -17,6 +17,8 @@ device (TF32 off, so the comparisons are float32-exact up to reduction order):
 * ``auto_microbatch``: ``Trainer(grad_accum='auto')`` on a batch about twice too big for the GPU (sized from its
   free memory): grad_accum=1 runs out of memory, 'auto' finds a count that fits and trains to the weights of a run
   with that count fixed (CUDA only);
+* ``auto_microbatch_fsdp``: the same with ``fsdp_config`` (every Linear a unit): the error comes between FSDP
+  collectives, the sharded model is reset and the batch runs again (CUDA only);
 * ``optimizer_step_kinds``: DecoupledSGDW and DecoupledAdamW with ``foreach=True`` and ``fused=True`` on the device
   train to the for-loop step's weights, and the default (None) takes the foreach step on CUDA (issue 20);
 * ``export_and_generate``: :func:`composer.utils.export_for_inference` on a DDP-wrapped model trained on the device
@@ -217,6 +219,17 @@ class _Scale(nn.Module):
 def check_auto_microbatch(device: torch.device, steps: int) -> str:
     """``grad_accum='auto'`` on a batch about twice too big for the GPU: grad_accum=1 runs out of memory, 'auto'
     finds a count that fits and trains to the weights of a run with that count fixed."""
+    return _auto_microbatch(device, steps, fsdp=False)
+
+
+def check_auto_microbatch_fsdp(device: torch.device, steps: int) -> str:
+    """The same with ``fsdp_config`` (every Linear a unit): the real out-of-memory error comes in the middle of the
+    chain of FSDP collectives; the sharded model is reset (``reset_iter_state``) and the batch runs again. Under
+    ``torchrun --nproc_per_node N`` the ranks also agree at every collective."""
+    return _auto_microbatch(device, steps, fsdp=True)
+
+
+def _auto_microbatch(device: torch.device, steps: int, *, fsdp: bool) -> str:
     import gc
 
     from torch.utils.data import DataLoader, TensorDataset
@@ -245,9 +258,16 @@ def check_auto_microbatch(device: torch.device, steps: int) -> str:
             device=device,
             seed=0,
             progress_bar=False,
+            fsdp_config={"module_classes": ["Linear"], "min_params": None} if fsdp else None,
         )
         trainer.fit()
         return trainer, model
+
+    def host_weights(model: nn.Module) -> dict[str, torch.Tensor]:
+        state = model.state_dict()
+        if fsdp:
+            state = {k: v.full_tensor() for k, v in state.items()}
+        return {k: v.detach().cpu() for k, v in state.items()}
 
     try:
         run(1)
@@ -260,13 +280,13 @@ def check_auto_microbatch(device: torch.device, steps: int) -> str:
     trainer, model = run("auto")
     auto_seconds = time.perf_counter() - start
     found = trainer.state.grad_accum
-    auto_weights = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    auto_weights = host_weights(model)
     trainer.close()
     del trainer, model
     gc.collect()
     torch.cuda.empty_cache()
     trainer, model = run(found)
-    diff = _max_diff({k: v.detach().cpu() for k, v in model.state_dict().items()}, auto_weights)
+    diff = _max_diff(host_weights(model), auto_weights)
     trainer.close()
     assert found > 1 and diff <= 1e-6, f"grad_accum found {found}, |auto - fixed| = {diff}"
     return (
@@ -506,6 +526,7 @@ CHECKS: dict[str, Callable[[torch.device, int], str]] = {
     "fsdp_cpu_offload": check_fsdp_cpu_offload,
     "low_precision_norms": check_low_precision_norms,
     "auto_microbatch": check_auto_microbatch,
+    "auto_microbatch_fsdp": check_auto_microbatch_fsdp,
     "optimizer_step_kinds": check_optimizer_step_kinds,
     "monitors": check_monitors,
     "export_and_generate": check_export_and_generate,

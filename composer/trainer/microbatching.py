@@ -25,18 +25,19 @@ update happens in an attempt, so the update of the batch equals that of a run st
 CPU with deterministic kernels: the same microbatches, summed in the same order, from the same random draws).
 
 Launched on several processes, every rank must agree: after each attempt the ranks all-reduce (MAX) whether any ran
-out of memory (:meth:`Microbatching.agree`), and all of them retry when one did. So that no rank is left inside a
-collective that a failed rank never reaches, the attempt itself communicates nothing: under DistributedDataParallel
+out of memory (:meth:`Microbatching.agree`), and all of them retry when one did. No rank may be left inside a
+collective that a failed rank never reaches. Under DistributedDataParallel the attempt itself communicates nothing:
 every microbatch runs under ``no_sync`` and the gradients are averaged after the ranks agree
 (:func:`average_gradients`, in 25 MB buckets, the same arithmetic as DDP's own all-reduce, but after the backward pass
 instead of overlapping it), then rank 0's buffers are broadcast (:func:`broadcast_buffers`, as DDP's
-``broadcast_buffers`` does). With FSDP every forward and backward is a chain of collectives that a rank running out
-of memory leaves at a point it cannot report, so ``'auto'`` is refused there (the constructor says why and what to
-do; composer/trainer/DISTRIBUTED.md weighs the designs).
+``broadcast_buffers`` does). Under FSDP every forward and backward pass is a chain of collectives, so every one of
+them is preceded by a checkpoint where the ranks learn whether one ran out of memory, and after a failure the
+sharded model is reset (``FSDPModule.reset_iter_state``); see :mod:`composer.trainer.oom_agreement`.
 
 Evaluation adapts the same way, per evaluator: an out-of-memory ``eval_forward`` splits the evaluation batch in twice
 as many parts and runs the batch again; the metrics are updated only once every part of the batch has succeeded, so
-they equal an evaluation at the smaller batch size.
+they equal an evaluation at the smaller batch size. Under DDP each rank does so alone (its evaluation communicates
+nothing); under FSDP the ranks settle every evaluation attempt together and run the same number of forward passes.
 
 Example:
     >>> next_grad_accum(1, num_samples=8)
@@ -62,6 +63,7 @@ import torch
 
 from composer.core.logging.logger import Logger
 from composer.core.state import State
+from composer.trainer.oom_agreement import OutOfMemoryAgreement, PeerOutOfMemoryError
 from composer.utils import dist
 
 __all__ = [
@@ -70,6 +72,7 @@ __all__ = [
     "Microbatching",
     "average_gradients",
     "broadcast_buffers",
+    "describe_out_of_memory",
     "free_attempt_memory",
     "is_out_of_memory",
     "join_outputs",
@@ -100,6 +103,19 @@ def is_out_of_memory(error: BaseException) -> bool:
         return True
     # Errors raised by a kernel's own allocator (cuBLAS, cuDNN workspaces) are plain RuntimeErrors.
     return isinstance(error, RuntimeError) and str(error).startswith("CUDA out of memory")
+
+
+def describe_out_of_memory(error: BaseException) -> tuple[str | None, bool]:
+    """``(failure, told)`` for an attempt that ended with ``error``: the first line of this rank's own out-of-memory
+    error (None when it was told at an FSDP collective), and whether it was told that another rank ran out.
+
+    Example:
+        >>> describe_out_of_memory(torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+        ('CUDA out of memory. Tried to allocate 2.00 GiB', False)
+    """
+    if isinstance(error, PeerOutOfMemoryError):
+        return None, True
+    return (str(error).splitlines()[0] if str(error) else type(error).__name__), False
 
 
 def next_grad_accum(grad_accum: int, num_samples: int) -> int | None:
@@ -271,6 +287,12 @@ class Microbatching:
         parameters (Callable): The parameters whose gradients :meth:`agree` averages and failed attempts free.
         buffers (torch.nn.Module, optional): With ``defer_sync``, the module whose buffers :meth:`agree` broadcasts
             from rank 0 after averaging the gradients (what DDP's ``broadcast_buffers`` does); None for none.
+        agreement (OutOfMemoryAgreement, optional): How the ranks agree after an attempt; default: a new one (its
+            settling rounds are one all-reduce when no FSDP checkpoint is installed).
+        reset_sharded (Callable, optional): With FSDP: puts the sharded model back in a state to run again after a
+            failed attempt (the root's ``FSDPModule.reset_iter_state``). Given, evaluation attempts are settled
+            across the ranks too (under FSDP an evaluation forward is a chain of collectives) and every rank runs
+            exactly as many evaluation forward passes per batch (see :meth:`eval_parts`).
     """
 
     def __init__(
@@ -281,9 +303,14 @@ class Microbatching:
         defer_sync: bool,
         parameters: Callable[[], Iterator[torch.nn.Parameter]],
         buffers: torch.nn.Module | None = None,
+        agreement: OutOfMemoryAgreement | None = None,
+        reset_sharded: Callable[[], None] | None = None,
     ) -> None:
         self.auto = auto
         self.defer_sync = defer_sync
+        self.agreement = agreement or OutOfMemoryAgreement()
+        self.lockstep_eval = auto and reset_sharded is not None
+        self._reset_sharded = reset_sharded
         self._logger = logger
         self._parameters = parameters
         self._buffers = buffers if buffers is not None and any(True for _ in buffers.buffers()) else None
@@ -306,21 +333,21 @@ class Microbatching:
         """
         num_samples = state.batch_num_samples
         result: T | None = None
-        failure: str | None = None
+        failure, told = None, False
         try:
             result = run()
         except Exception as error:
-            if not is_out_of_memory(error):
+            if not self.recovers(error):
                 raise
-            failure = str(error).splitlines()[0] if str(error) else type(error).__name__
+            failure, told = describe_out_of_memory(error)
         # Out of the except block: the error and its traceback (the attempt's frames and activations) are gone.
         grad_accum = state.grad_accum
         proposal = next_grad_accum(grad_accum, num_samples)
-        out_of_memory, any_at_one_sample, agreed_next, _ = self.agree(failure is not None, proposal)
+        out_of_memory, any_at_one_sample, agreed_next, _ = self.agree(failure is not None or told, proposal, told)
         if not out_of_memory:
             return result
         del result
-        free_attempt_memory(state, self._parameters())
+        self._forget_attempt(state)
         if any_at_one_sample or agreed_next is None:
             where = "this rank" if failure is not None else "another rank"
             raise MicrobatchTooSmallError(
@@ -346,27 +373,37 @@ class Microbatching:
         snapshot.restore(state)
         return None
 
-    def agree(self, out_of_memory: bool, proposal: int | None) -> tuple[bool, bool, int | None, list[bool]]:
+    def agree(
+        self, out_of_memory: bool, proposal: int | None, told: bool = False
+    ) -> tuple[bool, bool, int | None, list[bool]]:
         """What every rank learns after an attempt: whether any ran out of memory, whether any did so with one
         sample per microbatch, the next microbatch count (the largest proposed) and, with ``defer_sync``, which
         parameters have a gradient on some rank; then, if none ran out of memory, averages the gradients.
 
-        One all-reduce (MAX) of a small integer tensor, only when launched (a single process needs none).
+        ``told``: this rank's attempt ended because another rank ran out of memory (it did not itself). One
+        all-reduce (MAX) of a small integer tensor when launched, or more under FSDP while another rank is still
+        inside its attempt (:meth:`OutOfMemoryAgreement.settle`); nothing in a single process.
         """
-        at_one_sample = out_of_memory and proposal is None
+        at_one_sample = out_of_memory and not told and proposal is None
         parameters = [p for p in self._parameters() if p.requires_grad] if self.defer_sync else []
-        if not dist.is_initialized() or dist.get_world_size() == 1:
-            return out_of_memory, at_one_sample, proposal, [p.grad is not None for p in parameters]
-        device = next((p.device for p in parameters), None) or _collective_device()
-        flags = [int(out_of_memory), int(at_one_sample), proposal or 0, *(p.grad is not None for p in parameters)]
-        agreed = dist.all_reduce(torch.tensor(flags, dtype=torch.int64, device=device), "max").tolist()
-        has_grad = [bool(v) for v in agreed[3:]]
-        any_out_of_memory = bool(agreed[0])
-        if not any_out_of_memory and self.defer_sync:
+        settled = self.agreement.settle(
+            out_of_memory=out_of_memory,
+            at_one_sample=at_one_sample,
+            proposal=proposal,
+            extra=[int(p.grad is not None) for p in parameters],
+        )
+        has_grad = [bool(v) for v in settled.extra]
+        launched = dist.is_initialized() and dist.get_world_size() > 1
+        if launched and not settled.out_of_memory and self.defer_sync:
             average_gradients(parameters, has_grad)
             if self._buffers is not None:
                 broadcast_buffers(self._buffers)
-        return any_out_of_memory, bool(agreed[1]), agreed[2] or None, has_grad
+        return settled.out_of_memory, settled.at_one_sample, settled.proposal, has_grad
+
+    def _forget_attempt(self, state: State) -> None:
+        if self._reset_sharded is not None:
+            self._reset_sharded()  # FSDP: wait for its collectives in flight, reshard, clear its per-pass state
+        free_attempt_memory(state, self._parameters())
 
     # ---- evaluation ------------------------------------------------------------------------------------------------
 
@@ -374,38 +411,59 @@ class Microbatching:
         """How many parts each batch of evaluator ``label`` is split into (1 until one ran out of memory)."""
         return self._eval_counts.get(label, 1)
 
-    def eval_out_of_memory(self, state: State, label: str, num_samples: int, failure: str) -> int:
-        """Doubles evaluator ``label``'s count after a batch of ``num_samples`` ran out of memory; returns it.
+    def eval_parts(self, label: str, num_samples: int) -> tuple[int, int]:
+        """How a batch of ``num_samples`` of evaluator ``label`` is run: ``(parts, fillers)``, the number of parts
+        it is split into and, with :attr:`lockstep_eval`, the forward passes to add (of a part whose outputs are
+        dropped) so that every rank runs :meth:`eval_count` passes, whatever the size of its batch."""
+        count = self.eval_count(label)
+        parts = min(count, num_samples)
+        return parts, (count - parts if self.lockstep_eval else 0)
+
+    def recovers(self, error: BaseException) -> bool:
+        """Whether an attempt that raised ``error`` is run again: with ``auto``, when this rank ran out of memory or
+        learnt at an FSDP collective that another did (:class:`PeerOutOfMemoryError`)."""
+        return self.auto and (isinstance(error, PeerOutOfMemoryError) or is_out_of_memory(error))
+
+    def eval_settle(self, state: State, label: str, num_samples: int, *, failure: str | None, told: bool) -> bool:
+        """Ends an attempt at an evaluation batch of ``label`` of ``num_samples``; returns whether to run the batch
+        again, in :meth:`eval_count` parts (doubled).
+
+        ``failure`` says how this rank ran out of memory (None: it did not); ``told``: another rank did, and this
+        one learnt it at an FSDP collective. With :attr:`lockstep_eval` every rank settles
+        (:meth:`OutOfMemoryAgreement.settle`) and all retry when one ran out of memory; else only this rank counts.
 
         Raises:
-            MicrobatchTooSmallError: If the parts already held one sample each.
+            MicrobatchTooSmallError: If a rank ran out of memory with one sample per part.
         """
         count = self.eval_count(label)
+        proposal = next_grad_accum(count, num_samples)
+        out_of_memory, at_one_sample = failure is not None or told, failure is not None and proposal is None
+        if self.lockstep_eval:
+            settled = self.agreement.settle(out_of_memory=out_of_memory, at_one_sample=at_one_sample, proposal=proposal)
+            out_of_memory, at_one_sample, proposal = settled.out_of_memory, settled.at_one_sample, settled.proposal
+            if out_of_memory and self._reset_sharded is not None:
+                self._reset_sharded()
+        if not out_of_memory:
+            return False
         state.outputs = None  # the training state (gradients, loss) is left alone
         _empty_cache()
-        new = next_grad_accum(count, num_samples)
-        if new is None:
+        if at_one_sample or proposal is None:
+            where = "" if failure is not None else " (on another rank)"
             raise MicrobatchTooSmallError(
-                f"Out of memory evaluating {label!r} one sample at a time ({failure}). grad_accum='auto' cannot split "
-                "an evaluation batch further. To fix: make one sample fit (a smaller model or shorter inputs, "
-                "precision='bf16' or 'amp'), or evaluate on a device with more memory."
+                f"Out of memory evaluating {label!r} one sample at a time{where} ({failure or 'see its error'}). "
+                "grad_accum='auto' cannot split an evaluation batch further. To fix: make one sample fit (a smaller "
+                "model or shorter inputs, precision='bf16' or 'amp'), or evaluate on a device with more memory."
             )
-        self._eval_counts[label] = new
-        size = microbatch_size(num_samples, new)
+        self._eval_counts[label] = proposal
+        size = microbatch_size(num_samples, proposal)
         log.warning(
-            "Out of memory evaluating %r in parts of up to %d samples; evaluating the batch again in %d parts of up "
-            "to %d samples.",
+            "Out of memory evaluating %r in parts of up to %d samples%s; evaluating the batch again in %d parts of "
+            "up to %d samples.",
             label,
             microbatch_size(num_samples, count),
-            new,
+            "" if failure is not None else " on another rank",
+            proposal,
             size,
         )
-        self._logger.metric_batch({f"trainer/eval_microbatches/{label}": new})
-        return new
-
-
-def _collective_device() -> torch.device:
-    # nccl reduces CUDA tensors only; gloo CPU ones.
-    if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
-        return torch.device("cuda", torch.cuda.current_device())
-    return torch.device("cpu")
+        self._logger.metric_batch({f"trainer/eval_microbatches/{label}": proposal})
+        return True

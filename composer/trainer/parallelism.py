@@ -43,6 +43,7 @@ from composer.trainer.distributed import (
     wrap_ddp,
 )
 from composer.trainer.fsdp import FSDPConfig, prepare_fsdp_module, resolve_fsdp_config
+from composer.trainer.oom_agreement import OutOfMemoryAgreement, install_fsdp_checkpoints
 
 __all__ = ["Parallelism"]
 
@@ -79,8 +80,8 @@ class Parallelism:
         fsdp_config (FSDPConfig | Mapping, optional): Shard the model with FSDP instead of replicating it.
         precision (str | Precision): The run's precision (``'amp'`` cannot be combined with FSDP).
         ddp_sync_strategy (str | DDPSyncStrategy): When accumulated gradients synchronise.
-        grad_accum_auto (bool): Whether the run uses ``grad_accum='auto'`` (refused with FSDP, for the reason the
-            error gives).
+        grad_accum_auto (bool): Whether the run uses ``grad_accum='auto'``: with FSDP, every FSDP collective is
+            then preceded by a checkpoint of :attr:`oom_agreement` (see :mod:`composer.trainer.oom_agreement`).
 
     Example:
         >>> parallel = Parallelism(device="cpu", dist_timeout=60.0)
@@ -102,8 +103,9 @@ class Parallelism:
         self.device = init_distributed(resolve_device(device), dist_timeout)
         self.launched = is_launched()
         self.fsdp_config = resolve_fsdp_config(fsdp_config, precision)  # needs the process group: after init
-        if grad_accum_auto and self.fsdp_config is not None:
-            raise ValueError(_FSDP_AUTO_REFUSAL)
+        # grad_accum='auto' under FSDP: a checkpoint before every FSDP collective (composer.trainer.oom_agreement).
+        self.oom_agreement = OutOfMemoryAgreement()
+        self._fsdp_checkpoints = grad_accum_auto and self.fsdp_config is not None
         self.model: torch.nn.Module | None = None
         self.ddp_model: DistributedDataParallel | None = None
         # What no_sync and the heartbeat's hook apply to: the DDP wrapper or the FSDP-sharded model; None unlaunched.
@@ -171,6 +173,8 @@ class Parallelism:
             if compile_model is not None:
                 compile_model()
             prepare_fsdp_module(model, self.fsdp_config, optimizers, sync_module_states=True)
+            if self._fsdp_checkpoints:
+                install_fsdp_checkpoints(model, self.oom_agreement)
         load()
         if self.fsdp_config is None:
             if compile_model is not None:
@@ -195,6 +199,16 @@ class Parallelism:
         if deferred and isinstance(self._synced, DistributedDataParallel):
             return self._synced.no_sync()
         return ddp_sync_context(self._synced, self.sync_strategy, is_final_microbatch)
+
+    @property
+    def reset_sharded(self) -> Callable[[], None] | None:
+        """With FSDP and ``grad_accum='auto'``, what puts the sharded model back in a state to run again after a
+        forward or backward pass that raised (the root's ``FSDPModule.reset_iter_state``: it waits for the
+        collectives in flight, reshards every unit and clears FSDP's per-pass state); else None."""
+        model = self.model
+        if not self._fsdp_checkpoints or model is None:
+            return None
+        return model.reset_iter_state  # type: ignore[return-value]  # an FSDPModule method
 
     def totals(self, spec: DataSpec, num_samples: int, num_tokens: int | None) -> tuple[int, int]:
         """The samples and tokens of this batch over all ranks (tokens 0 when the data counts none), for the timer:
@@ -232,15 +246,3 @@ class Parallelism:
         except BaseException as error:
             add_rank_note(error)
             raise
-
-
-_FSDP_AUTO_REFUSAL = (
-    "grad_accum='auto' cannot be combined with fsdp_config. Under FSDP every forward and backward pass is a chain of "
-    "collectives (each unit gathers its parameters before it runs; the backward also reduce-scatters gradients), so "
-    "a rank that runs out of memory leaves the chain at an arbitrary point, possibly inside a gather it allocated for "
-    "but never joined, while the other ranks wait in the next one: no agreement afterwards can bring the ranks back "
-    "in step, and the job would hang until dist_timeout. To fix: pass a fixed grad_accum=N, the count an earlier run "
-    "logged (trainer/grad_accum), or one found by short runs (max_duration='3ba') that double N until a batch trains "
-    "without running out of memory. See \"Why grad_accum='auto' is refused with FSDP\" in "
-    "composer/trainer/DISTRIBUTED.md."
-)

@@ -50,7 +50,7 @@ from composer.trainer.devices import batch_to_device
 from composer.trainer.distributed import DDPSyncStrategy
 from composer.trainer.fit_warnings import warn_before_fit
 from composer.trainer.fsdp import FSDPConfig
-from composer.trainer.microbatching import Microbatching, is_out_of_memory, join_outputs
+from composer.trainer.microbatching import Microbatching, describe_out_of_memory, join_outputs
 from composer.trainer.parallelism import Parallelism
 from composer.trainer.precision import make_grad_scaler, precision_context
 from composer.trainer.profiler import Profiler, ProfilerSession, resolve_profiler
@@ -91,7 +91,8 @@ class Trainer:
         grad_accum (int | str): Split each batch into this many microbatches; the update equals the full batch's.
             ``'auto'``: start at 1 (or at a loaded checkpoint's count) and, whenever a batch runs out of GPU memory
             (``torch.cuda.OutOfMemoryError``), free what it allocated, double the count (halve the microbatch) and
-            train the batch again from its start, with the same random draws; every rank agrees on the count, the
+            train the batch again from its start, with the same random draws; every rank agrees on the count (under
+            FSDP at every collective: :mod:`composer.trainer.oom_agreement`), the
             update equals a run at the final count, and evaluation batches are split the same way. The count found
             is logged (``trainer/grad_accum``) and saved in checkpoints, so a resumed run continues at it; to start
             a new run at a count found before, pass it as a fixed ``grad_accum=N``. See
@@ -430,12 +431,15 @@ class Trainer:
             self._backward = stage("trainer/backward", torch.Tensor.backward)
             self._batches = _unchanged if self.profiler is None else self.profiler.batches
             # grad_accum='auto': under DDP the attempt syncs nothing; the gradients are averaged once the ranks agree.
+            # Under FSDP every collective is a checkpoint where the ranks learn whether one ran out of memory.
             self._microbatching = Microbatching(
                 auto=auto_microbatching,
                 logger=self.logger,
                 defer_sync=auto_microbatching and self.ddp_model is not None,
                 parameters=model.parameters,
                 buffers=model,
+                agreement=self.parallel.oom_agreement,
+                reset_sharded=self.parallel.reset_sharded,
             )
         except BaseException:
             self.close()  # callbacks may have opened files at INIT; the caller never gets a Trainer to close
@@ -750,7 +754,9 @@ class Trainer:
             engine.run_event(Event.EVAL_START)
             # FSDP: every forward is a collective, so a rank whose share has run out joins the others' passes.
             batches = itertools.islice(spec.dataloader, limit)
-            for batch in self.parallel.eval_batches(batches, lambda batch: self._padding_forward(spec, batch)):
+            for batch in self.parallel.eval_batches(
+                batches, lambda batch: self._padding_forward(evaluator.label, spec, batch)
+            ):
                 if self._moves_batches:
                     batch = batch_to_device(batch, self.device)
                 state.batch = spec.device_transforms(batch)
@@ -768,23 +774,32 @@ class Trainer:
         state.batch = train_batch
         return results
 
-    def _eval_forward(self, label: str, spec: DataSpec) -> list[tuple[Any, Any]]:
+    def _eval_forward(self, label: str, spec: DataSpec, padding: bool = False) -> list[tuple[Any, Any]]:
         """EVAL_BEFORE_FORWARD ... EVAL_AFTER_FORWARD for ``state.batch``; returns each (part, its outputs).
 
         One part, unless ``grad_accum='auto'`` found that this evaluator's batches run out of memory: then the batch
         is split (:mod:`composer.trainer.microbatching`), each part's events fire in turn, and ``state.outputs`` is
         the parts' outputs joined. An attempt that runs out of memory is dropped whole and the batch run again in
         twice as many parts; the caller updates the metrics only with the parts of the attempt that succeeded.
+        Under FSDP with ``'auto'`` every rank settles each attempt with the others and runs as many forward passes.
+
+        ``padding``: the forward passes of a rank whose share of the data has run out, which keep FSDP's collectives
+        in step (see ``Parallelism.eval_batches``): no event, no ``state`` change, nothing returned.
         """
         state, engine, model, microbatching = self.state, self.engine, self._model, self._microbatching
         full_batch, num_samples = state.batch, state.batch_num_samples
         while True:
-            count = microbatching.eval_count(label)
-            parts = [full_batch] if count == 1 else spec.split_batch(full_batch, min(count, num_samples))
+            count, fillers = microbatching.eval_parts(label, num_samples)
+            parts = [full_batch] if count == 1 else spec.split_batch(full_batch, count)
             done: list[tuple[Any, Any]] = []
-            failure = None
+            failure: str | None = None
+            told = False
             try:
                 for part in parts:
+                    if padding:
+                        with self._precision_context():
+                            model.eval_forward(part)
+                        continue
                     state.batch = part
                     if count > 1:
                         state.batch_num_samples = spec.get_num_samples_in_batch(part)
@@ -793,25 +808,35 @@ class Trainer:
                         state.outputs = model.eval_forward(state.batch)
                     engine.run_event(Event.EVAL_AFTER_FORWARD)
                     done.append((state.batch, state.outputs))
+                for _ in range(fillers):  # FSDP with 'auto': as many passes as the other ranks, outputs dropped
+                    with self._precision_context():
+                        model.eval_forward(parts[-1])
             except Exception as error:
-                if not (microbatching.auto and is_out_of_memory(error)):
+                if not microbatching.recovers(error):
                     raise
-                failure = str(error).splitlines()[0] if str(error) else type(error).__name__
-            state.batch, state.batch_num_samples = full_batch, num_samples
-            if failure is None:
+                failure, told = describe_out_of_memory(error)
+            if not padding:
+                state.batch, state.batch_num_samples = full_batch, num_samples
+            done = [] if failure is not None or told else done  # a failed attempt's activations go with its outputs
+            if not microbatching.eval_settle(state, label, num_samples, failure=failure, told=told):
                 break
-            done = []  # out of the except block: the attempt's activations are released with the error
-            microbatching.eval_out_of_memory(state, label, num_samples, failure)
         if len(done) > 1:
             state.outputs = join_outputs([outputs for _, outputs in done])
         return done
 
-    def _padding_forward(self, spec: DataSpec, batch: Any) -> None:
-        """An evaluation forward pass whose outputs are dropped (no event, no metric): see ``Parallelism.eval_batches``."""
+    def _padding_forward(self, label: str, spec: DataSpec, batch: Any) -> None:
+        """The evaluation forward passes of a rank whose share has run out, outputs dropped (no event, no metric),
+        as many as the other ranks run on a batch: see ``Parallelism.eval_batches``."""
         if self._moves_batches:
             batch = batch_to_device(batch, self.device)
-        with self._precision_context():
-            self._model.eval_forward(spec.device_transforms(batch))
+        state = self.state
+        kept = state.batch, state.batch_num_samples
+        state.batch = spec.device_transforms(batch)
+        state.batch_num_samples = spec.get_num_samples_in_batch(state.batch)
+        try:
+            self._eval_forward(label, spec, padding=True)
+        finally:
+            state.batch, state.batch_num_samples = kept
 
     # ---- prediction and lifetime -------------------------------------------------------------------------------
 

@@ -279,7 +279,7 @@ def test_a_bad_grad_accum_is_refused_naming_the_value_and_the_fix(value, error, 
 def test_two_ranks_agree_on_the_count_when_only_one_runs_out_of_memory(tmp_path):
     from tests.distributed.launch import REPO, WORLD_SIZE, torchrun
 
-    result = torchrun("auto", tmp_path, worker=REPO / "tests" / "trainer" / "microbatching_worker.py")
+    result = torchrun("ddp", tmp_path, worker=REPO / "tests" / "trainer" / "microbatching_worker.py")
     assert result.returncode == 0, result.stderr[-5000:]
     ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(WORLD_SIZE)]
     # Rank 1 ran out of memory at 8 and 4 samples; rank 0 never did, and still followed: 1 -> 2 -> 4 on both.
@@ -288,6 +288,39 @@ def test_two_ranks_agree_on_the_count_when_only_one_runs_out_of_memory(tmp_path)
     for key, value in ranks[0]["auto_weights"].items():
         assert torch.equal(value, ranks[1]["auto_weights"][key]), key  # every rank holds the same weights
         assert torch.equal(value, ranks[0]["reference_weights"][key]), key  # those of a DDP run at grad_accum=4
+    # One sample per microbatch still too many on rank 1: both ranks raise, rank 0 naming the other rank.
+    assert "on this rank" in ranks[1]["too_small"]
+    assert "on another rank" in ranks[0]["too_small"]
+
+
+@pytest.mark.dist
+def test_fsdp_ranks_agree_at_every_collective_when_only_one_runs_out_of_memory(tmp_path):
+    from tests.distributed.launch import REPO, WORLD_SIZE, torchrun
+
+    result = torchrun("fsdp", tmp_path, worker=REPO / "tests" / "trainer" / "microbatching_worker.py")
+    assert result.returncode == 0, result.stderr[-5000:]
+    ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(WORLD_SIZE)]
+    # Where rank 1 ran out of memory -> the counts both ranks went through (8 samples per rank and batch).
+    expected = {"forward": [2, 4], "backward": [2], "gather": [2]}
+    for where, logged in expected.items():
+        runs = [r[where] for r in ranks]
+        assert [run["logged"] for run in runs] == [logged, logged], where
+        assert [run["grad_accum"] for run in runs] == [logged[-1]] * WORLD_SIZE, where
+        # 64 samples, 16 per batch: every batch event fired once per batch, none again on a retry.
+        assert [run["batch_events"] for run in runs] == [[4, 4]] * WORLD_SIZE, where
+        # Every FSDP collective was preceded by a checkpoint; a checkpoint that learnt of the other rank's failure
+        # ran no collective; and both ranks ran the same collectives (none was left waiting in one).
+        for run in runs:
+            assert run["checkpoints"] == run["collectives"] + run["stopped"], where
+        assert runs[0]["collectives"] == runs[1]["collectives"] > 0, where
+        assert runs[0]["stopped"] >= 1 and runs[1]["stopped"] == 0, where  # rank 0 learnt it at a collective
+        for key, value in runs[0]["weights"].items():
+            assert torch.equal(value, runs[1]["weights"][key]), (where, key)
+            assert torch.equal(value, runs[0]["reference"][key]), (where, key)  # an FSDP run at the count found
+    # Evaluation: both ranks went to 2 parts, then 4, and the metrics equal an evaluation that never failed.
+    for rank in ranks:
+        assert rank["eval_logged"] == [2, 4]
+        assert rank["eval"] == pytest.approx(rank["eval_reference"], rel=1e-6)
     # One sample per microbatch still too many on rank 1: both ranks raise, rank 0 naming the other rank.
     assert "on this rank" in ranks[1]["too_small"]
     assert "on another rank" in ranks[0]["too_small"]

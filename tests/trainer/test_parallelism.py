@@ -1,8 +1,8 @@
 """Parallelism, the Trainer's one handle on the process group, data sharding, wrapping and synchronisation.
 
 Launched behaviour is covered end to end by test_distributed.py and test_fsdp_trainer.py (2 gloo ranks); here, what
-a single process must get: everything passed through, nothing wrapped, no context per microbatch, and the refusal of
-``grad_accum='auto'`` with FSDP, named with its reason and the fix.
+a single process must get: everything passed through, nothing wrapped, no context per microbatch, and with
+``grad_accum='auto'`` and FSDP, a checkpoint before every FSDP collective.
 """
 
 from __future__ import annotations
@@ -77,17 +77,19 @@ def test_the_trainer_talks_to_one_parallelism():
     trainer.close()
 
 
-def test_auto_microbatching_with_fsdp_is_refused_with_the_reason_and_the_fix(group_of_one):  # tests/trainer/conftest.py
-    with pytest.raises(ValueError) as caught:
-        Trainer(
-            model=tiny_model(),
-            train_dataloader=tiny_loader(),
-            max_duration="1ba",
-            grad_accum="auto",
-            fsdp_config={"min_params": None},
-            progress_bar=False,
-        )
-    message = str(caught.value)
-    assert "grad_accum='auto' cannot be combined with fsdp_config" in message
-    assert "collective" in message and "hang" in message  # why
-    assert "fixed grad_accum=N" in message and "DISTRIBUTED.md" in message  # what to do
+def test_auto_microbatching_with_fsdp_puts_a_checkpoint_before_every_fsdp_collective(group_of_one):  # conftest.py
+    from torch.distributed.fsdp import FSDPModule
+
+    from tests.trainer.test_microbatching import OOMClassifier, assert_same_training, train
+
+    units = {"module_classes": ["Linear"], "min_params": None}
+    auto = train(OOMClassifier(limit=4), "auto", fsdp_config=units)
+    model = auto.state.model
+    sharded = [m for m in model.modules() if isinstance(m, FSDPModule)]
+    assert len(sharded) == 3  # the two Linears and the root
+    groups = [g for unit in sharded for g in unit._get_fsdp_state()._fsdp_param_groups]
+    assert {type(g._all_gather_comm).__name__ for g in groups} == {"CheckpointedAllGather"}
+    assert {type(g._reduce_scatter_comm).__name__ for g in groups} == {"CheckpointedReduceScatter"}
+    # Batches of 16 run out of memory whole and in halves: the sharded model is reset and the batch runs again.
+    assert auto.state.grad_accum == 4
+    assert_same_training(auto, train(OOMClassifier(), 4, fsdp_config=units))
