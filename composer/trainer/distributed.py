@@ -533,11 +533,14 @@ def add_rank_note(error: BaseException) -> None:
 
 
 @contextlib.contextmanager
-def heartbeat(model: torch.nn.Module | None, timer: Timer) -> Iterator[None]:
-    """Launched: runs a :class:`composer.utils.dist.Heartbeat` for the duration of the block (the Trainer: ``fit``).
+def heartbeat(model: torch.nn.Module | None, timer: Timer) -> Iterator[dist.Heartbeat | None]:
+    """Launched: runs a :class:`composer.utils.dist.Heartbeat` for the duration of the block (the Trainer: ``fit``),
+    and gives it to the block (None when there is none).
 
     Each training forward pass through ``model`` (the DDP wrapper or the FSDP-sharded model: the same number of
-    passes on every rank) advances it, through a forward pre-hook (about a microsecond). Its thread publishes the
+    passes on every rank; with ``grad_accum='auto'`` the passes of an attempt that every rank runs again are taken
+    back, see :class:`~composer.trainer.microbatching.Microbatching`) advances it, through a forward pre-hook (about a
+    microsecond). Its thread publishes the
     progress and the batch (``timer.batch``) to the process group's store once a second at most; when the ranks have waited
     ``dist_timeout`` (the process group's timeout) for a rank that fell behind, every rank prints which one stopped
     answering and where, and ends with exit status 1, so that ``torchrun`` stops the job at once. Unlaunched, or
@@ -548,7 +551,7 @@ def heartbeat(model: torch.nn.Module | None, timer: Timer) -> Iterator[None]:
         ...     pass
     """
     if model is None or not is_launched() or not dist.is_initialized():
-        yield
+        yield None
         return
     # The group's store was created with the group's timeout (dist_timeout, or the script's own): the stubs lack it.
     store = torch.distributed.distributed_c10d._get_default_store()
@@ -557,7 +560,7 @@ def heartbeat(model: torch.nn.Module | None, timer: Timer) -> Iterator[None]:
     handle = model.register_forward_pre_hook(lambda module, args: beat.advance())
     beat.start()
     try:
-        yield
+        yield beat
     finally:
         handle.remove()
         beat.stop()

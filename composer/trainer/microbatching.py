@@ -289,6 +289,10 @@ class Microbatching:
             from rank 0 after averaging the gradients (what DDP's ``broadcast_buffers`` does); None for none.
         agreement (OutOfMemoryAgreement, optional): How the ranks agree after an attempt; default: a new one (its
             settling rounds are one all-reduce when no FSDP checkpoint is installed).
+        heartbeat (Callable, optional): Gives the running :class:`composer.utils.dist.Heartbeat` (None when there is
+            none). Its count of forward passes is put back to its value at the start of an attempt that every rank
+            runs again, so that the ranks' counts stay equal (a failed attempt runs different numbers of passes on
+            different ranks, and the heartbeat names a rank whose count is behind as the one that stopped answering).
         reset_sharded (Callable, optional): With FSDP: puts the sharded model back in a state to run again after a
             failed attempt (the root's ``FSDPModule.reset_iter_state``). Given, evaluation attempts are settled
             across the ranks too (under FSDP an evaluation forward is a chain of collectives) and every rank runs
@@ -304,6 +308,7 @@ class Microbatching:
         parameters: Callable[[], Iterator[torch.nn.Parameter]],
         buffers: torch.nn.Module | None = None,
         agreement: OutOfMemoryAgreement | None = None,
+        heartbeat: Callable[[], dist.Heartbeat | None] = lambda: None,
         reset_sharded: Callable[[], None] | None = None,
     ) -> None:
         self.auto = auto
@@ -311,6 +316,8 @@ class Microbatching:
         self.agreement = agreement or OutOfMemoryAgreement()
         self.lockstep_eval = auto and reset_sharded is not None
         self._reset_sharded = reset_sharded
+        self._heartbeat = heartbeat
+        self._eval_mark: int | None = None  # the heartbeat's count when the current evaluation attempt started
         self._logger = logger
         self._parameters = parameters
         self._buffers = buffers if buffers is not None and any(True for _ in buffers.buffers()) else None
@@ -332,6 +339,7 @@ class Microbatching:
             MicrobatchTooSmallError: If a rank ran out of memory with one sample per microbatch.
         """
         num_samples = state.batch_num_samples
+        mark = self._progress()
         result: T | None = None
         failure, told = None, False
         try:
@@ -371,6 +379,7 @@ class Microbatching:
         )
         self._logger.metric_batch({"trainer/grad_accum": agreed_next, "trainer/microbatch_size": size})
         snapshot.restore(state)
+        self._rewind(mark)
         return None
 
     def agree(
@@ -400,6 +409,15 @@ class Microbatching:
                 broadcast_buffers(self._buffers)
         return settled.out_of_memory, settled.at_one_sample, settled.proposal, has_grad
 
+    def _progress(self) -> int | None:
+        beat = self._heartbeat()
+        return None if beat is None else beat.progress
+
+    def _rewind(self, mark: int | None) -> None:
+        beat = self._heartbeat()
+        if beat is not None and mark is not None:
+            beat.progress = mark
+
     def _forget_attempt(self, state: State) -> None:
         if self._reset_sharded is not None:
             self._reset_sharded()  # FSDP: wait for its collectives in flight, reshard, clear its per-pass state
@@ -414,7 +432,10 @@ class Microbatching:
     def eval_parts(self, label: str, num_samples: int) -> tuple[int, int]:
         """How a batch of ``num_samples`` of evaluator ``label`` is run: ``(parts, fillers)``, the number of parts
         it is split into and, with :attr:`lockstep_eval`, the forward passes to add (of a part whose outputs are
-        dropped) so that every rank runs :meth:`eval_count` passes, whatever the size of its batch."""
+        dropped) so that every rank runs :meth:`eval_count` passes, whatever the size of its batch.
+
+        Called at the start of every attempt at an evaluation batch (a retry rewinds the heartbeat to this point)."""
+        self._eval_mark = self._progress()
         count = self.eval_count(label)
         parts = min(count, num_samples)
         return parts, (count - parts if self.lockstep_eval else 0)
@@ -466,4 +487,5 @@ class Microbatching:
             size,
         )
         self._logger.metric_batch({f"trainer/eval_microbatches/{label}": proposal})
+        self._rewind(self._eval_mark)
         return True

@@ -44,6 +44,7 @@ from composer.trainer.distributed import (
 )
 from composer.trainer.fsdp import FSDPConfig, prepare_fsdp_module, resolve_fsdp_config
 from composer.trainer.oom_agreement import OutOfMemoryAgreement, install_fsdp_checkpoints
+from composer.utils import dist
 
 __all__ = ["Parallelism"]
 
@@ -108,6 +109,8 @@ class Parallelism:
         self._fsdp_checkpoints = grad_accum_auto and self.fsdp_config is not None
         self.model: torch.nn.Module | None = None
         self.ddp_model: DistributedDataParallel | None = None
+        # The heartbeat while fit runs launched (else None); Microbatching rewinds its count after a retry.
+        self.beat: dist.Heartbeat | None = None
         # What no_sync and the heartbeat's hook apply to: the DDP wrapper or the FSDP-sharded model; None unlaunched.
         self._synced: torch.nn.Module | None = None
 
@@ -241,8 +244,10 @@ class Parallelism:
             yield
             return
         try:
-            with heartbeat(self._synced, timer):
+            with heartbeat(self._synced, timer) as self.beat:
                 yield
         except BaseException as error:
             add_rank_note(error)
             raise
+        finally:
+            self.beat = None

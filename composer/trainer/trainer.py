@@ -439,6 +439,7 @@ class Trainer:
                 parameters=model.parameters,
                 buffers=model,
                 agreement=self.parallel.oom_agreement,
+                heartbeat=lambda: self.parallel.beat,
                 reset_sharded=self.parallel.reset_sharded,
             )
         except BaseException:

@@ -27,7 +27,8 @@ import torch.distributed as torch_dist
 from torch.utils.data import DataLoader
 
 from composer import Trainer
-from composer.core import Event
+from composer.core import Callback, Event, State
+from composer.core.logging.logger import Logger
 from composer.loggers import InMemoryLogger
 from composer.models import ComposerClassifier
 from composer.trainer.microbatching import MicrobatchTooSmallError
@@ -54,10 +55,33 @@ def too_small(run: Callable[[], object]) -> str:
     raise AssertionError("the run trained although rank 1 runs out of memory on one sample")
 
 
+class HeartbeatProgress(Callback):
+    """Records the heartbeat's count of forward passes after every batch and evaluation: equal on every rank when
+    the failed attempts' passes were taken back."""
+
+    def __init__(self) -> None:
+        self.trainer: Trainer | None = None
+        self.progress: list[int] = []
+
+    def run_event(self, event: Event, state: State, logger: Logger) -> None:
+        beat = None if self.trainer is None else self.trainer.parallel.beat  # None outside fit
+        if event in (Event.BATCH_END, Event.EVAL_END) and beat is not None:
+            self.progress.append(beat.progress)
+
+
+def watch_heartbeat(trainer: Trainer) -> None:
+    """Gives ``trainer``'s HeartbeatProgress callbacks the trainer whose heartbeat they read."""
+    for callback in trainer.state.callbacks:
+        if isinstance(callback, HeartbeatProgress):
+            callback.trainer = trainer
+
+
 # ---- DDP ---------------------------------------------------------------------------------------------------------
 
 
-def run_ddp(grad_accum: int | str, limit: int | None, memory: InMemoryLogger | None = None) -> Trainer:
+def run_ddp(
+    grad_accum: int | str, limit: int | None, memory: InMemoryLogger | None = None, progress: Callback | None = None
+) -> Trainer:
     model = OOMClassifier(limit=limit, batchnorm=False)
     data: DataLoader = loader(batch_size=PER_RANK_BATCH, num_samples=64)
     trainer = Trainer(
@@ -69,16 +93,19 @@ def run_ddp(grad_accum: int | str, limit: int | None, memory: InMemoryLogger | N
         seed=SEED,
         progress_bar=False,
         loggers=[memory] if memory is not None else [],
+        callbacks=[progress] if progress is not None else [],
         dist_timeout=60,
     )
+    watch_heartbeat(trainer)
     trainer.fit()
     return trainer
 
 
 def main_ddp(folder: Path, rank: int) -> dict[str, Any]:
-    memory = InMemoryLogger()
-    auto = run_ddp("auto", limit=2 if rank == 1 else None, memory=memory)
+    memory, progress = InMemoryLogger(), HeartbeatProgress()
+    auto = run_ddp("auto", limit=2 if rank == 1 else None, memory=memory, progress=progress)
     out: dict[str, Any] = {
+        "heartbeat": progress.progress,
         "auto_grad_accum": auto.state.grad_accum,
         "auto_weights": weights(auto),
         "logged": [value for _, _, value in memory.data.get("trainer/grad_accum", [])],
@@ -190,6 +217,7 @@ def run_fsdp(
     )
     if gather_fails:
         fail_one_gather_allocation(trainer)
+    watch_heartbeat(trainer)
     count_checkpoints(trainer)
     trainer.fit()
     return trainer
@@ -236,10 +264,13 @@ def main_fsdp(folder: Path, rank: int) -> dict[str, Any]:
     count_collectives()
     out: dict[str, Any] = {}
     for where, limit in [("forward", 2), ("backward", 4), ("gather", 0)]:
-        memory, recorder = InMemoryLogger(), EventRecorder()
+        memory, recorder, progress = InMemoryLogger(), EventRecorder(), HeartbeatProgress()
         limits = {} if where == "gather" else {where: limit}
-        auto = run_fsdp("auto", limits, gather_fails=where == "gather", loggers=[memory], callbacks=[recorder])
+        auto = run_fsdp(
+            "auto", limits, gather_fails=where == "gather", loggers=[memory], callbacks=[recorder, progress]
+        )
         out[where] = {
+            "heartbeat": progress.progress,
             "grad_accum": auto.state.grad_accum,
             "weights": full_weights(auto),
             "logged": [value for _, _, value in memory.data.get("trainer/grad_accum", [])],
@@ -249,8 +280,17 @@ def main_fsdp(folder: Path, rank: int) -> dict[str, Any]:
         out[where]["reference"] = full_weights(run_fsdp(out[where]["grad_accum"], {}))
     # Evaluation: 25 samples in batches of 6, 13 on rank 0 (6, 6, 1) and 12 on rank 1 (6, 6), which pads once;
     # rank 1 runs out of memory above 2 samples, so both ranks go to 2 parts, then 4 (of 2, 2, 1, 1).
-    memory = InMemoryLogger()
-    evaluated = run_fsdp("auto", {"evaluation": 2}, loggers=[memory])
+    # The same evaluation also runs inside fit, at its end, where the heartbeat counts its forward passes.
+    memory, progress = InMemoryLogger(), HeartbeatProgress()
+    evaluated = run_fsdp(
+        "auto",
+        {"evaluation": 2},
+        loggers=[memory],
+        callbacks=[progress],
+        eval_dataloader=loader(batch_size=6, num_samples=25, seed=3),
+        eval_interval="1ep",
+    )
+    out["eval_heartbeat"] = progress.progress
     out["eval"] = evaluated.eval(loader(batch_size=6, num_samples=25, seed=3))
     out["eval_logged"] = [value for _, _, value in memory.data.get("trainer/eval_microbatches/eval", [])]
     plain = run_fsdp(1, {})

@@ -285,6 +285,8 @@ def test_two_ranks_agree_on_the_count_when_only_one_runs_out_of_memory(tmp_path)
     # Rank 1 ran out of memory at 8 and 4 samples; rank 0 never did, and still followed: 1 -> 2 -> 4 on both.
     assert [r["auto_grad_accum"] for r in ranks] == [4, 4]
     assert [r["logged"] for r in ranks] == [[2, 4], [2, 4]]
+    # The heartbeat's count of forward passes leaves out the failed attempts: 4 per batch on both ranks.
+    assert [r["heartbeat"] for r in ranks] == [[4, 8, 12, 16]] * WORLD_SIZE
     for key, value in ranks[0]["auto_weights"].items():
         assert torch.equal(value, ranks[1]["auto_weights"][key]), key  # every rank holds the same weights
         assert torch.equal(value, ranks[0]["reference_weights"][key]), key  # those of a DDP run at grad_accum=4
@@ -314,10 +316,16 @@ def test_fsdp_ranks_agree_at_every_collective_when_only_one_runs_out_of_memory(t
             assert run["checkpoints"] == run["collectives"] + run["stopped"], where
         assert runs[0]["collectives"] == runs[1]["collectives"] > 0, where
         assert runs[0]["stopped"] >= 1 and runs[1]["stopped"] == 0, where  # rank 0 learnt it at a collective
+        # The heartbeat counts the model's forward passes (one per microbatch) of successful attempts only, so it
+        # is the same on both ranks after every batch: grad_accum passes per batch.
+        count = logged[-1]
+        assert [run["heartbeat"] for run in runs] == [[count, 2 * count, 3 * count, 4 * count]] * WORLD_SIZE, where
         for key, value in runs[0]["weights"].items():
             assert torch.equal(value, runs[1]["weights"][key]), (where, key)
             assert torch.equal(value, runs[0]["reference"][key]), (where, key)  # an FSDP run at the count found
     # Evaluation: both ranks went to 2 parts, then 4, and the metrics equal an evaluation that never failed.
+    # Inside fit: one pass per batch, then 3 evaluation steps of 4 passes on both ranks (rank 1's third is padding).
+    assert [rank["eval_heartbeat"] for rank in ranks] == [[1, 2, 3, 4, 16]] * WORLD_SIZE
     for rank in ranks:
         assert rank["eval_logged"] == [2, 4]
         assert rank["eval"] == pytest.approx(rank["eval_reference"], rel=1e-6)
