@@ -7,6 +7,8 @@ and the table gives the median over the rounds, its ratio to the median of ``imp
 * ``composer --help``, ``composer list``, ``composer train --help``: these import no torch;
 * ``composer train`` with a recipe whose mistake is a type (``train_batch_size=big``) or a misspelled method name:
   the message comes back before torch is imported;
+* ``composer train`` with a recipe whose mistake is a value (``algorithms.mixup.alpha=-1``): found by building the
+  recipe's objects, after importing torch and the registries (every method's config);
 * ``from composer import Trainer``: the whole process, and inside it the time after ``import torch``;
 * the README's first run (the digits MLP, as written there) up to its first training batch: inside the process,
   ``import torch``, then ``import torchmetrics`` (which the model's metrics need, and which imports torchvision,
@@ -111,6 +113,7 @@ def cases(python: str) -> dict[str, tuple[list[str], int]]:
         "composer train --help": ([*cli, "train", "--help"], 0),
         "composer train, a type error": ([*cli, "train", "-f", str(RECIPE), "train_batch_size=big"], 2),
         "composer train, a misspelled method": ([*cli, "train", "-f", str(RECIPE), "algorithms.mixupp.alpha=1"], 2),
+        "composer train, a value error": ([*cli, "train", "-f", str(RECIPE), "algorithms.mixup.alpha=-1"], 2),
         "from composer import Trainer": ([python, "-c", TRAINER], 0),
         "README first run, to the first batch": ([python, "-c", FIRST_RUN], 0),
         "import torchmetrics (after torch)": ([python, "-c", TORCHMETRICS], 0),

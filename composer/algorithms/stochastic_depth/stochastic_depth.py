@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import torch
@@ -50,8 +50,6 @@ _TORCHVISION_LAYER_NAMES = ("TorchvisionBottleneck", "TorchvisionBasicBlock")
 def _torchvision_entries() -> dict[str, tuple[type[nn.Module], type[_StochasticBlock]]]:
     # torchvision's blocks share our attribute names (conv1, bn1, ..., downsample), so the same stochastic classes
     # adopt them.
-    if importlib.util.find_spec("torchvision") is None:
-        return {}
     from torchvision.models import resnet as tv_resnet
 
     return {
@@ -60,16 +58,73 @@ def _torchvision_entries() -> dict[str, tuple[type[nn.Module], type[_StochasticB
     }
 
 
-STOCHASTIC_LAYER_MAPPING: dict[str, tuple[type[nn.Module], type[_StochasticBlock]]] = {
-    "ResNetBottleneck": (Bottleneck, StochasticBottleneck),
-    "ResNetBasicBlock": (BasicBlock, StochasticBasicBlock),
-    **_torchvision_entries(),
-}
+_Entry = tuple[type[nn.Module], type[_StochasticBlock]]
+
+
+class _LayerMapping(MutableMapping[str, _Entry]):
+    """A dict of the target layers whose torchvision entries are imported when first read: importing torchvision
+    takes over a second, and listing or checking names (a recipe's ``target_layer_name``) needs none of it.
+
+    Example:
+        >>> mapping = _LayerMapping({"ResNetBasicBlock": (BasicBlock, StochasticBasicBlock)}, lazy=["Tv"], load=dict)
+        >>> sorted(mapping), "Tv" in mapping
+        (['ResNetBasicBlock', 'Tv'], True)
+    """
+
+    def __init__(self, entries: Mapping[str, _Entry], lazy: Iterable[str], load: Callable[[], dict[str, _Entry]]):
+        self._entries = dict(entries)
+        self._lazy = [name for name in lazy if name not in self._entries]
+        self._load = load
+
+    def _resolve(self) -> None:
+        if self._lazy:
+            loaded = self._load()
+            self._entries.update({name: loaded[name] for name in self._lazy if name in loaded})
+            self._lazy = []
+
+    def __getitem__(self, name: str) -> _Entry:
+        if name in self._lazy:
+            self._resolve()
+        return self._entries[name]
+
+    def __setitem__(self, name: str, entry: _Entry) -> None:
+        if name in self._lazy:
+            self._lazy.remove(name)
+        self._entries[name] = entry
+
+    def __delitem__(self, name: str) -> None:
+        if name in self._lazy:
+            self._lazy.remove(name)
+        else:
+            del self._entries[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries or name in self._lazy
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*self._entries, *self._lazy])
+
+    def __len__(self) -> int:
+        return len(self._entries) + len(self._lazy)
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
+
+
+STOCHASTIC_LAYER_MAPPING: MutableMapping[str, _Entry] = _LayerMapping(
+    {
+        "ResNetBottleneck": (Bottleneck, StochasticBottleneck),
+        "ResNetBasicBlock": (BasicBlock, StochasticBasicBlock),
+    },
+    lazy=_TORCHVISION_LAYER_NAMES if importlib.util.find_spec("torchvision") is not None else (),
+    load=_torchvision_entries,
+)
 """Target layer name -> (the target layer class, the stochastic layer class that replaces it).
 
 ``"ResNetBottleneck"`` and ``"ResNetBasicBlock"`` are the blocks of :mod:`composer.models.resnet` (ResNet-50/101/152,
 and ResNet-18/34 and the CIFAR ResNets); ``"TorchvisionBottleneck"`` and ``"TorchvisionBasicBlock"`` are
-torchvision's, present when torchvision is installed.
+torchvision's, present when torchvision is installed (imported when one of them is first read). A mapping like a
+dict: add a name to make StochasticDepth target a block class of your own.
 """
 
 
