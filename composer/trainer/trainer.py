@@ -48,9 +48,10 @@ from composer.trainer.checkpointing import Checkpointing, epoch_batches, run_con
 from composer.trainer.compilation import Compilation, compile_options
 from composer.trainer.devices import batch_to_device
 from composer.trainer.distributed import DDPSyncStrategy
+from composer.trainer.evaluation import EvaluationLoop
 from composer.trainer.fit_warnings import warn_before_fit
 from composer.trainer.fsdp import FSDPConfig
-from composer.trainer.microbatching import Microbatching, describe_out_of_memory, join_outputs
+from composer.trainer.microbatching import Microbatching
 from composer.trainer.parallelism import Parallelism
 from composer.trainer.precision import make_grad_scaler, precision_context
 from composer.trainer.profiler import Profiler, ProfilerSession, resolve_profiler
@@ -442,6 +443,15 @@ class Trainer:
                 heartbeat=lambda: self.parallel.beat,
                 reset_sharded=self.parallel.reset_sharded,
             )
+            self._evaluation = EvaluationLoop(
+                state=self.state,
+                engine=self.engine,
+                logger=self.logger,
+                model=model,
+                parallel=self.parallel,
+                microbatching=self._microbatching,
+                precision_context=self._precision_context,
+            )
         except BaseException:
             self.close()  # callbacks may have opened files at INIT; the caller never gets a Trainer to close
             raise
@@ -700,7 +710,7 @@ class Trainer:
         for evaluator in self.state.evaluators:
             interval = evaluator.eval_interval
             if interval.unit == unit and timer.get(unit).value % interval.value == 0:
-                self._evaluate(evaluator, LogLevel.BATCH if unit == TimeUnit.BATCH else LogLevel.EPOCH)
+                self._evaluation.run(evaluator, LogLevel.BATCH if unit == TimeUnit.BATCH else LogLevel.EPOCH)
 
     def eval(self, eval_dataloader: Any = None, subset_num_batches: int | None = None) -> dict[str, float]:
         """Evaluates now, outside training.
@@ -720,124 +730,8 @@ class Trainer:
         )
         results: dict[str, float] = {}
         for evaluator in evaluators:
-            results.update(self._evaluate(evaluator, LogLevel.EPOCH, subset_num_batches))
+            results.update(self._evaluation.run(evaluator, LogLevel.EPOCH, subset_num_batches))
         return results
-
-    def _metrics_for(self, evaluator: Evaluator) -> dict[str, Any]:
-        state = self.state
-        metrics = state.eval_metrics.get(evaluator.label)
-        if metrics is None:
-            available = self._model.get_metrics(is_train=False)
-            names = evaluator.metric_names if evaluator.metric_names is not None else list(available)
-            unknown = [n for n in names if n not in available]
-            if unknown:
-                raise ValueError(
-                    f"Evaluator {evaluator.label!r} asks for metrics {unknown} that the model does not provide; "
-                    f"the model's eval metrics are {sorted(available)}."
-                )
-            metrics = {n: available[n].to(self.device) for n in names}
-            state.eval_metrics[evaluator.label] = metrics
-        for metric in metrics.values():
-            metric.reset()
-        return metrics
-
-    def _evaluate(self, evaluator: Evaluator, level: LogLevel, subset: int | None = None) -> dict[str, float]:
-        state, engine = self.state, self.engine
-        model = self._model
-        spec = evaluator.dataloader
-        metrics = self._metrics_for(evaluator)
-        was_training = model.training
-        train_batch = state.batch
-        model.eval()
-        state.dataloader, state.dataloader_label = spec.dataloader, evaluator.label
-        limit = subset if subset is not None else evaluator.subset_num_batches
-        with torch.no_grad():
-            engine.run_event(Event.EVAL_START)
-            # FSDP: every forward is a collective, so a rank whose share has run out joins the others' passes.
-            batches = itertools.islice(spec.dataloader, limit)
-            for batch in self.parallel.eval_batches(
-                batches, lambda batch: self._padding_forward(evaluator.label, spec, batch)
-            ):
-                if self._moves_batches:
-                    batch = batch_to_device(batch, self.device)
-                state.batch = spec.device_transforms(batch)
-                state.batch_num_samples = spec.get_num_samples_in_batch(state.batch)
-                engine.run_event(Event.EVAL_BATCH_START)
-                for part, outputs in self._eval_forward(evaluator.label, spec):
-                    for metric in metrics.values():
-                        model.update_metric(part, outputs, metric)
-                engine.run_event(Event.EVAL_BATCH_END)
-            results = {f"metrics/{evaluator.label}/{name}": float(m.compute()) for name, m in metrics.items()}
-            self.logger.metric(level, results)
-            engine.run_event(Event.EVAL_END)
-        model.train(was_training)
-        state.dataloader, state.dataloader_label = self._train_spec.dataloader, "train"
-        state.batch = train_batch
-        return results
-
-    def _eval_forward(self, label: str, spec: DataSpec, padding: bool = False) -> list[tuple[Any, Any]]:
-        """EVAL_BEFORE_FORWARD ... EVAL_AFTER_FORWARD for ``state.batch``; returns each (part, its outputs).
-
-        One part, unless ``grad_accum='auto'`` found that this evaluator's batches run out of memory: then the batch
-        is split (:mod:`composer.trainer.microbatching`), each part's events fire in turn, and ``state.outputs`` is
-        the parts' outputs joined. An attempt that runs out of memory is dropped whole and the batch run again in
-        twice as many parts; the caller updates the metrics only with the parts of the attempt that succeeded.
-        Under FSDP with ``'auto'`` every rank settles each attempt with the others and runs as many forward passes.
-
-        ``padding``: the forward passes of a rank whose share of the data has run out, which keep FSDP's collectives
-        in step (see ``Parallelism.eval_batches``): no event, no ``state`` change, nothing returned.
-        """
-        state, engine, model, microbatching = self.state, self.engine, self._model, self._microbatching
-        full_batch, num_samples = state.batch, state.batch_num_samples
-        while True:
-            count, fillers = microbatching.eval_parts(label, num_samples)
-            parts = [full_batch] if count == 1 else spec.split_batch(full_batch, count)
-            done: list[tuple[Any, Any]] = []
-            failure: str | None = None
-            told = False
-            try:
-                for part in parts:
-                    if padding:
-                        with self._precision_context():
-                            model.eval_forward(part)
-                        continue
-                    state.batch = part
-                    if count > 1:
-                        state.batch_num_samples = spec.get_num_samples_in_batch(part)
-                    engine.run_event(Event.EVAL_BEFORE_FORWARD)
-                    with self._precision_context():
-                        state.outputs = model.eval_forward(state.batch)
-                    engine.run_event(Event.EVAL_AFTER_FORWARD)
-                    done.append((state.batch, state.outputs))
-                for _ in range(fillers):  # FSDP with 'auto': as many passes as the other ranks, outputs dropped
-                    with self._precision_context():
-                        model.eval_forward(parts[-1])
-            except Exception as error:
-                if not microbatching.recovers(error):
-                    raise
-                failure, told = describe_out_of_memory(error)
-            if not padding:
-                state.batch, state.batch_num_samples = full_batch, num_samples
-            done = [] if failure is not None or told else done  # a failed attempt's activations go with its outputs
-            if not microbatching.eval_settle(state, label, num_samples, failure=failure, told=told):
-                break
-        if len(done) > 1:
-            state.outputs = join_outputs([outputs for _, outputs in done])
-        return done
-
-    def _padding_forward(self, label: str, spec: DataSpec, batch: Any) -> None:
-        """The evaluation forward passes of a rank whose share has run out, outputs dropped (no event, no metric),
-        as many as the other ranks run on a batch: see ``Parallelism.eval_batches``."""
-        if self._moves_batches:
-            batch = batch_to_device(batch, self.device)
-        state = self.state
-        kept = state.batch, state.batch_num_samples
-        state.batch = spec.device_transforms(batch)
-        state.batch_num_samples = spec.get_num_samples_in_batch(state.batch)
-        try:
-            self._eval_forward(label, spec, padding=True)
-        finally:
-            state.batch, state.batch_num_samples = kept
 
     # ---- prediction and lifetime -------------------------------------------------------------------------------
 

@@ -1,0 +1,189 @@
+"""Evaluation inside the Trainer: :class:`EvaluationLoop` runs an evaluator over its data and returns its metrics.
+
+The events, in order::
+
+    EVAL_START
+    for each batch (this rank's share; under FSDP the ranks keep in step, see Parallelism.eval_batches):
+        EVAL_BATCH_START
+        for each part of the batch (one, unless grad_accum='auto' split it):
+            EVAL_BEFORE_FORWARD
+            outputs = model.eval_forward(part)
+            EVAL_AFTER_FORWARD
+        the metrics are updated with every part (only once the whole batch succeeded)
+        EVAL_BATCH_END
+    EVAL_END
+
+The model is in eval mode and gradients are off for the whole evaluation; the training mode, ``state.dataloader``
+and ``state.batch`` are put back after it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+import torch
+
+from composer.core.data_spec import DataSpec
+from composer.core.engine import Engine
+from composer.core.evaluator import Evaluator
+from composer.core.event import Event
+from composer.core.logging.logger import Logger, LogLevel
+from composer.core.state import State
+from composer.models.base import ComposerModel
+from composer.trainer.devices import batch_to_device
+from composer.trainer.microbatching import Microbatching, describe_out_of_memory, join_outputs
+from composer.trainer.parallelism import Parallelism
+
+__all__ = ["EvaluationLoop"]
+
+
+class EvaluationLoop:
+    """Runs evaluators for a Trainer (``Trainer.eval`` and the evaluations due during ``fit``).
+
+    Args:
+        state (State): The training state (``state.batch``, ``state.outputs``, ``state.eval_metrics`` are set).
+        engine (Engine): Fires the evaluation events.
+        logger (Logger): Receives each evaluation's metrics.
+        model (ComposerModel): The model evaluated (``state.model``).
+        parallel (Parallelism): Keeps FSDP's evaluation forward passes in step across ranks.
+        microbatching (Microbatching): How many parts each evaluator's batches are split into.
+        precision_context (Callable): The run's precision context (autocast), entered around each forward pass.
+    """
+
+    def __init__(
+        self,
+        *,
+        state: State,
+        engine: Engine,
+        logger: Logger,
+        model: ComposerModel,
+        parallel: Parallelism,
+        microbatching: Microbatching,
+        precision_context: Callable[[], AbstractContextManager[Any]],
+    ) -> None:
+        self._state, self._engine, self._logger = state, engine, logger
+        self.model = model
+        self._parallel = parallel
+        self.microbatching = microbatching
+        self._precision_context = precision_context
+        self._device = parallel.device
+        self._moves_batches = self._device.type != "cpu"
+
+    def metrics_for(self, evaluator: Evaluator) -> dict[str, Any]:
+        state = self._state
+        metrics = state.eval_metrics.get(evaluator.label)
+        if metrics is None:
+            available = self.model.get_metrics(is_train=False)
+            names = evaluator.metric_names if evaluator.metric_names is not None else list(available)
+            unknown = [n for n in names if n not in available]
+            if unknown:
+                raise ValueError(
+                    f"Evaluator {evaluator.label!r} asks for metrics {unknown} that the model does not provide; "
+                    f"the model's eval metrics are {sorted(available)}."
+                )
+            metrics = {n: available[n].to(self._device) for n in names}
+            state.eval_metrics[evaluator.label] = metrics
+        for metric in metrics.values():
+            metric.reset()
+        return metrics
+
+    def run(self, evaluator: Evaluator, level: LogLevel, subset: int | None = None) -> dict[str, float]:
+        state, engine = self._state, self._engine
+        model = self.model
+        spec = evaluator.dataloader
+        metrics = self.metrics_for(evaluator)
+        was_training = model.training
+        train_batch = state.batch
+        model.eval()
+        state.dataloader, state.dataloader_label = spec.dataloader, evaluator.label
+        limit = subset if subset is not None else evaluator.subset_num_batches
+        with torch.no_grad():
+            engine.run_event(Event.EVAL_START)
+            # FSDP: every forward is a collective, so a rank whose share has run out joins the others' passes.
+            batches = itertools.islice(spec.dataloader, limit)
+            for batch in self._parallel.eval_batches(
+                batches, lambda batch: self._padding_forward(evaluator.label, spec, batch)
+            ):
+                if self._moves_batches:
+                    batch = batch_to_device(batch, self._device)
+                state.batch = spec.device_transforms(batch)
+                state.batch_num_samples = spec.get_num_samples_in_batch(state.batch)
+                engine.run_event(Event.EVAL_BATCH_START)
+                for part, outputs in self._forward(evaluator.label, spec):
+                    for metric in metrics.values():
+                        model.update_metric(part, outputs, metric)
+                engine.run_event(Event.EVAL_BATCH_END)
+            results = {f"metrics/{evaluator.label}/{name}": float(m.compute()) for name, m in metrics.items()}
+            self._logger.metric(level, results)
+            engine.run_event(Event.EVAL_END)
+        model.train(was_training)
+        state.dataloader, state.dataloader_label = state.train_dataloader, "train"
+        state.batch = train_batch
+        return results
+
+    def _forward(self, label: str, spec: DataSpec, padding: bool = False) -> list[tuple[Any, Any]]:
+        """EVAL_BEFORE_FORWARD ... EVAL_AFTER_FORWARD for ``state.batch``; returns each (part, its outputs).
+
+        One part, unless ``grad_accum='auto'`` found that this evaluator's batches run out of memory: then the batch
+        is split (:mod:`composer.trainer.microbatching`), each part's events fire in turn, and ``state.outputs`` is
+        the parts' outputs joined. An attempt that runs out of memory is dropped whole and the batch run again in
+        twice as many parts; the caller updates the metrics only with the parts of the attempt that succeeded.
+        Under FSDP with ``'auto'`` every rank settles each attempt with the others and runs as many forward passes.
+
+        ``padding``: the forward passes of a rank whose share of the data has run out, which keep FSDP's collectives
+        in step (see ``Parallelism.eval_batches``): no event, no ``state`` change, nothing returned.
+        """
+        state, engine, model, microbatching = self._state, self._engine, self.model, self.microbatching
+        full_batch, num_samples = state.batch, state.batch_num_samples
+        while True:
+            count, fillers = microbatching.eval_parts(label, num_samples)
+            parts = [full_batch] if count == 1 else spec.split_batch(full_batch, count)
+            done: list[tuple[Any, Any]] = []
+            failure: str | None = None
+            told = False
+            try:
+                for part in parts:
+                    if padding:
+                        with self._precision_context():
+                            model.eval_forward(part)
+                        continue
+                    state.batch = part
+                    if count > 1:
+                        state.batch_num_samples = spec.get_num_samples_in_batch(part)
+                    engine.run_event(Event.EVAL_BEFORE_FORWARD)
+                    with self._precision_context():
+                        state.outputs = model.eval_forward(state.batch)
+                    engine.run_event(Event.EVAL_AFTER_FORWARD)
+                    done.append((state.batch, state.outputs))
+                for _ in range(fillers):  # FSDP with 'auto': as many passes as the other ranks, outputs dropped
+                    with self._precision_context():
+                        model.eval_forward(parts[-1])
+            except Exception as error:
+                if not microbatching.recovers(error):
+                    raise
+                failure, told = describe_out_of_memory(error)
+            if not padding:
+                state.batch, state.batch_num_samples = full_batch, num_samples
+            done = [] if failure is not None or told else done  # a failed attempt's activations go with its outputs
+            if not microbatching.eval_settle(state, label, num_samples, failure=failure, told=told):
+                break
+        if len(done) > 1:
+            state.outputs = join_outputs([outputs for _, outputs in done])
+        return done
+
+    def _padding_forward(self, label: str, spec: DataSpec, batch: Any) -> None:
+        """The evaluation forward passes of a rank whose share has run out, outputs dropped (no event, no metric),
+        as many as the other ranks run on a batch: see ``Parallelism.eval_batches``."""
+        if self._moves_batches:
+            batch = batch_to_device(batch, self._device)
+        state = self._state
+        kept = state.batch, state.batch_num_samples
+        state.batch = spec.device_transforms(batch)
+        state.batch_num_samples = spec.get_num_samples_in_batch(state.batch)
+        try:
+            self._forward(label, spec, padding=True)
+        finally:
+            state.batch, state.batch_num_samples = kept
