@@ -90,14 +90,21 @@ def run_job(folder: Path, endpoint: str, bucket: str) -> dict[str, Any]:
 
 
 KILLED_UPLOAD = "killed/ep1-ba8/__1_0.distcp"  # rank 1's shard of batch 8
+COMPLETED_BEFORE = "killed/ep0-ba4/composer.pt"  # batch 4's checkpoint, which rank 0 completes at batch 8's save
 
 
-def kill_in_upload(name_glob: str) -> None:
-    """SIGKILLs this process once the first bytes of an upload whose key matches ``name_glob`` were sent."""
+def kill_in_upload(name_glob: str, after: str) -> None:
+    """SIGKILLs this process once the first bytes of an upload whose key matches ``name_glob`` were sent, and not
+    before the object ``after`` is in the store (waiting up to a minute in the upload thread). Rank 0 uploads batch
+    4's ``composer.pt`` in the background at batch 8's save, while rank 1 starts uploading its shard of batch 8:
+    without the wait, whether that upload ends before the launcher stops rank 0 would be a race."""
     upload = S3ObjectStore.upload
 
     def killing_upload(self, local_path, key, *, metadata=None, progress=None):  # type: ignore[no-untyped-def]
         if fnmatch.fnmatch(key, name_glob):
+            deadline = time.monotonic() + 60
+            while self.head(after) is None and time.monotonic() < deadline:
+                time.sleep(0.05)
             progress = lambda sent: os.kill(os.getpid(), signal.SIGKILL)  # noqa: E731
         return upload(self, local_path, key, metadata=metadata, progress=progress)
 
@@ -109,7 +116,7 @@ def run_killed_job(folder: Path, endpoint: str, bucket: str, resume: bool) -> di
     local folders, other initial weights) autoresumes from the store and trains to the end."""
     rank, node = dist.get_global_rank(), dist.get_node_rank()
     if not resume and rank == 1:
-        kill_in_upload(KILLED_UPLOAD)
+        kill_in_upload(KILLED_UPLOAD, after=COMPLETED_BEFORE)
     local = f"resumed{node}" if resume else f"node{node}/killed"
     seed = 200 + rank if resume else rank
     auto = {"run_name": "killed", "autoresume": True}
@@ -261,7 +268,7 @@ def test_sigkill_inside_a_shard_upload_then_autoresume_on_fresh_machines_is_bitw
     assert not (tmp_path / "killed1.pt").exists(), "rank 1 was not killed:\n" + outputs[1][-4000:]
     assert "SIGKILL" in outputs[1] or "Signals.SIGKILL" in outputs[1] or "-9" in outputs[1], outputs[1][-4000:]
     # Batch 8's checkpoint never completed: no composer.pt, so it does not count.
-    assert "killed/ep0-ba4/composer.pt" in server.keys(bucket, "killed/")
+    assert COMPLETED_BEFORE in server.keys(bucket, "killed/")
     assert "killed/ep1-ba8/composer.pt" not in server.keys(bucket, "killed/")
 
     processes = start_job("resume_killed", server, tmp_path, bucket)
