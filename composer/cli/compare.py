@@ -349,6 +349,13 @@ def _report(args: argparse.Namespace) -> int:
     runs = rerun_outliers(runs, _no_rerun, args.metric, args.outlier_factor, reruns=0)
     points = points_from_runs(runs, args.metric)
     passes = len({index for p in points for index in p.run_passes})
+    label = f"{passes} passes (the seeds of {len(args.report)} compare runs)" if len(args.report) > 1 else None
+    print(_results(args, points, runs, label))
+    return 0
+
+
+def _results(args: argparse.Namespace, points: Any, runs: Any, passes_label: str | None) -> str:
+    """The table of ``points`` against the baseline frontier, then the outliers among ``runs``, if any."""
     table = format_table(
         points,
         _recipe_name(args.baseline),
@@ -356,13 +363,10 @@ def _report(args: argparse.Namespace) -> int:
         args.tolerance,
         confidence=args.confidence,
         resamples=args.resamples,
-        passes_label=f"{passes} passes (the seeds of {len(args.report)} compare runs)"
-        if len(args.report) > 1
-        else None,
+        passes_label=passes_label,
     )
     outliers = format_outliers(runs, args.metric, args.outlier_factor)
-    print(f"{table}\n\n{outliers}" if outliers else table)
-    return 0
+    return f"{table}\n\n{outliers}" if outliers else table
 
 
 def _no_rerun(recipe: str, duration: str, seed: int) -> tuple[float, float]:
@@ -407,17 +411,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.repeats == 1
         else f"{seeds * args.repeats} passes ({seeds} seeds x {args.repeats} repeats)"
     )
-    table = format_table(
-        points,
-        _recipe_name(args.baseline),
-        args.metric,
-        args.tolerance,
-        confidence=args.confidence,
-        resamples=args.resamples,
-        passes_label=label if seeds * args.repeats > 1 else None,
-    )
-    outliers = format_outliers(runs, args.metric, args.outlier_factor)
-    table = f"{table}\n\n{outliers}" if outliers else table
+    table = _results(args, points, runs, label if seeds * args.repeats > 1 else None)
     written = _write_outputs(args.out, table, runs, points, args)
     print(table)
     print(f"\nWrote {', '.join(str(path) for path in written)}.")

@@ -63,7 +63,7 @@ import torch
 
 from composer.core.logging.logger import Logger
 from composer.core.state import State
-from composer.trainer.oom_agreement import OutOfMemoryAgreement, PeerOutOfMemoryError
+from composer.trainer.oom_agreement import OutOfMemoryAgreement, PeerOutOfMemoryError, Settlement
 from composer.utils import dist
 
 __all__ = [
@@ -351,12 +351,17 @@ class Microbatching:
         # Out of the except block: the error and its traceback (the attempt's frames and activations) are gone.
         grad_accum = state.grad_accum
         proposal = next_grad_accum(grad_accum, num_samples)
-        out_of_memory, any_at_one_sample, agreed_next, _ = self.agree(failure is not None or told, proposal, told)
-        if not out_of_memory:
+        settled = self.agree(
+            out_of_memory=failure is not None or told,
+            at_one_sample=failure is not None and proposal is None,
+            proposal=proposal,
+        )
+        if not settled.out_of_memory:
             return result
         del result
         self._forget_attempt(state)
-        if any_at_one_sample or agreed_next is None:
+        agreed_next = settled.proposal
+        if settled.at_one_sample or agreed_next is None:
             where = "this rank" if failure is not None else "another rank"
             raise MicrobatchTooSmallError(
                 f"Out of memory training batch {state.timer.batch.value} with microbatches of one sample "
@@ -382,18 +387,15 @@ class Microbatching:
         self._rewind(mark)
         return None
 
-    def agree(
-        self, out_of_memory: bool, proposal: int | None, told: bool = False
-    ) -> tuple[bool, bool, int | None, list[bool]]:
-        """What every rank learns after an attempt: whether any ran out of memory, whether any did so with one
-        sample per microbatch, the next microbatch count (the largest proposed) and, with ``defer_sync``, which
-        parameters have a gradient on some rank; then, if none ran out of memory, averages the gradients.
+    def agree(self, *, out_of_memory: bool, at_one_sample: bool, proposal: int | None) -> Settlement:
+        """What every rank learns after an attempt (:class:`Settlement`): whether any ran out of memory, whether
+        any did so with one sample per microbatch, and the next microbatch count (the largest proposed); with
+        ``defer_sync``, if none ran out of memory, it then averages the gradients (over the parameters that have
+        one on some rank, as DDP does).
 
-        ``told``: this rank's attempt ended because another rank ran out of memory (it did not itself). One
-        all-reduce (MAX) of a small integer tensor when launched, or more under FSDP while another rank is still
+        One all-reduce (MAX) of a small integer tensor when launched, or more under FSDP while another rank is still
         inside its attempt (:meth:`OutOfMemoryAgreement.settle`); nothing in a single process.
         """
-        at_one_sample = out_of_memory and not told and proposal is None
         parameters = [p for p in self._parameters() if p.requires_grad] if self.defer_sync else []
         settled = self.agreement.settle(
             out_of_memory=out_of_memory,
@@ -401,13 +403,12 @@ class Microbatching:
             proposal=proposal,
             extra=[int(p.grad is not None) for p in parameters],
         )
-        has_grad = [bool(v) for v in settled.extra]
         launched = dist.is_initialized() and dist.get_world_size() > 1
         if launched and not settled.out_of_memory and self.defer_sync:
-            average_gradients(parameters, has_grad)
+            average_gradients(parameters, [bool(v) for v in settled.extra])
             if self._buffers is not None:
                 broadcast_buffers(self._buffers)
-        return settled.out_of_memory, settled.at_one_sample, settled.proposal, has_grad
+        return settled
 
     def _progress(self) -> int | None:
         beat = self._heartbeat()
@@ -456,9 +457,12 @@ class Microbatching:
         Raises:
             MicrobatchTooSmallError: If a rank ran out of memory with one sample per part.
         """
+        out_of_memory = failure is not None or told
+        if not (out_of_memory or self.lockstep_eval):  # per evaluation batch: nothing to agree on or undo
+            return False
         count = self.eval_count(label)
         proposal = next_grad_accum(count, num_samples)
-        out_of_memory, at_one_sample = failure is not None or told, failure is not None and proposal is None
+        at_one_sample = failure is not None and proposal is None
         if self.lockstep_eval:
             settled = self.agreement.settle(out_of_memory=out_of_memory, at_one_sample=at_one_sample, proposal=proposal)
             out_of_memory, at_one_sample, proposal = settled.out_of_memory, settled.at_one_sample, settled.proposal

@@ -297,6 +297,8 @@ def main_fsdp(folder: Path, rank: int) -> dict[str, Any]:
     plain.state.model.load_state_dict(evaluated.state.model.state_dict())
     out["eval_reference"] = plain.eval(loader(batch_size=6, num_samples=25, seed=3))
     out["too_small"] = too_small(lambda: run_fsdp("auto", {"forward": 0}))
+    hopeless = run_fsdp("auto", {"evaluation": 0})  # rank 1 cannot evaluate even one sample
+    out["eval_too_small"] = too_small(lambda: hopeless.eval(loader(batch_size=6, num_samples=25, seed=3)))
     return out
 
 

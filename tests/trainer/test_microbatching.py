@@ -248,6 +248,18 @@ def test_evaluation_splits_its_batches_and_equals_an_evaluation_at_the_smaller_s
     reference.close()
 
 
+def test_evaluation_out_of_memory_with_one_sample_per_part_raises_a_clear_error():
+    model = OOMClassifier(limit=0, where="eval")
+    trainer = Trainer(model=model, train_dataloader=loader(), max_duration="1ba", grad_accum="auto", progress_bar=False)
+    with pytest.raises(MicrobatchTooSmallError) as raised:
+        trainer.eval(loader(batch_size=4, num_samples=8, seed=3))
+    message = str(raised.value)
+    assert message.startswith("Out of memory evaluating 'eval' one sample at a time (CUDA out of memory: 1 samples")
+    assert "To fix: make one sample fit" in message
+    assert model.forward_sizes == [4, 2, 1]  # the whole batch, then 2 parts, then 4 parts: the first one fails
+    trainer.close()
+
+
 # ---- arguments -------------------------------------------------------------------------------------------------------
 
 
@@ -332,3 +344,8 @@ def test_fsdp_ranks_agree_at_every_collective_when_only_one_runs_out_of_memory(t
     # One sample per microbatch still too many on rank 1: both ranks raise, rank 0 naming the other rank.
     assert "on this rank" in ranks[1]["too_small"]
     assert "on another rank" in ranks[0]["too_small"]
+    # The same in evaluation: both ranks raise (they settle every evaluation attempt), naming where it happened.
+    assert ranks[1]["eval_too_small"].startswith("Out of memory evaluating 'eval' one sample at a time (CUDA out")
+    assert ranks[0]["eval_too_small"].startswith(
+        "Out of memory evaluating 'eval' one sample at a time (on another rank) (see its error)"
+    )
