@@ -438,7 +438,7 @@ def lockstep_batches(batches: Iterable[Any], pad: Callable[[Any], None] | None) 
         yield from batches
         return
     iterator, last, end = iter(batches), None, object()
-    device = torch.device("cuda", torch.cuda.current_device()) if torch.distributed.get_backend() == "nccl" else None
+    device = dist.collective_device()
     while True:
         batch = next(iterator, end)
         has_batch = batch is not end
@@ -478,7 +478,7 @@ def batch_totals(spec: DataSpec, num_samples: int, num_tokens: int | None) -> tu
     world_size = torch.distributed.get_world_size()
     if num_tokens is None and _even_batches(spec, world_size):
         return num_samples * world_size, 0
-    device = torch.device("cuda", torch.cuda.current_device()) if torch.distributed.get_backend() == "nccl" else None
+    device = dist.collective_device()
     totals = torch.tensor([num_samples, num_tokens or 0], dtype=torch.int64, device=device)
     dist.all_reduce(totals)
     samples, tokens = totals.tolist()

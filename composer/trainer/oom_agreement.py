@@ -77,15 +77,7 @@ class OutOfMemoryAgreement:
 
     Unlaunched (no process group, or one process) nothing is communicated: :meth:`checkpoint` returns at once and
     :meth:`settle` returns what it was given.
-
-    Attributes:
-        checkpoints (int): How many checkpoints this rank has passed (each one all-reduce when launched).
-        rounds (int): How many settling rounds this rank has run.
     """
-
-    def __init__(self) -> None:
-        self.checkpoints = 0
-        self.rounds = 0
 
     def checkpoint(self) -> None:
         """Called just before an FSDP collective: learns whether any rank ran out of memory in this attempt.
@@ -93,7 +85,6 @@ class OutOfMemoryAgreement:
         Raises:
             PeerOutOfMemoryError: Another rank ran out of memory (and settles): skip the collective, end the attempt.
         """
-        self.checkpoints += 1
         if not _launched():
             return
         agreed = _all_reduce_max([0, 0, 0, 1])
@@ -121,7 +112,6 @@ class OutOfMemoryAgreement:
             return Settlement(out_of_memory, at_one_sample, proposal, list(extra))
         agreed = flags
         while True:
-            self.rounds += 1
             result = _all_reduce_max(flags)
             agreed = [max(a, b) for a, b in zip(agreed, result, strict=True)]
             if not result[_RUNNING]:
@@ -186,11 +176,4 @@ def _launched() -> bool:
 
 
 def _all_reduce_max(flags: Sequence[int]) -> list[int]:
-    return dist.all_reduce(torch.tensor(flags, dtype=torch.int64, device=_collective_device()), "max").tolist()
-
-
-def _collective_device() -> torch.device:
-    # nccl reduces CUDA tensors only; gloo CPU ones.
-    if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
-        return torch.device("cuda", torch.cuda.current_device())
-    return torch.device("cpu")
+    return dist.all_reduce(torch.tensor(flags, dtype=torch.int64, device=dist.collective_device()), "max").tolist()

@@ -31,6 +31,7 @@ __all__ = [
     "barrier",
     "broadcast",
     "broadcast_object_list",
+    "collective_device",
     "describe_lagging",
     "get_global_rank",
     "get_local_rank",
@@ -49,6 +50,19 @@ T = TypeVar("T")
 def is_initialized() -> bool:
     """Whether a torch.distributed process group exists."""
     return torch_dist.is_available() and torch_dist.is_initialized()
+
+
+def collective_device() -> torch.device:
+    """The device of the tensors the default process group's collectives take: the current CUDA device under nccl
+    (which reduces CUDA tensors only), else the CPU (gloo; also without a process group).
+
+    Example:
+        >>> collective_device()
+        device(type='cpu')
+    """
+    if is_initialized() and torch_dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
 
 
 def _env_int(name: str, default: int) -> int:
