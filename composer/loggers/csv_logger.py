@@ -15,7 +15,7 @@ from composer.core.state import State
 from composer.core.time import Time
 from composer.loggers.buffered_destination import BufferedDestination
 from composer.loggers.file_logger import open_mode, rewrite_atomically, warn_if_short
-from composer.loggers.log_path import check_writable
+from composer.loggers.log_path import check_writable, fill_log_path
 from composer.loggers.record_buffer import Record
 
 __all__ = ["CSVLogger", "CSVLoggerHparams"]
@@ -37,8 +37,13 @@ class CSVLogger(BufferedDestination):
     (every checkpoint writes the pending rows first), drops those the interrupted run wrote after it (they are
     written again), and appends; the file is rewritten through a temporary file and a rename.
 
+    The file name may hold the fields ``save_folder`` takes (``{run_name}``, ``{rank}``, ...), filled in at
+    ``Event.INIT`` as :class:`~composer.loggers.file_logger.FileLogger` does: ``CSVLogger("metrics-{run_name}.csv")``
+    writes ``metrics-<the Trainer's run_name>.csv``, and :attr:`filename` is the filled-in path from then on.
+
     Args:
-        filename (str | PathLike): The file; missing folders are created.
+        filename (str | PathLike): The file, with ``{run_name}``, ``{rank}``, ... filled in as in ``save_folder``;
+            missing folders are created.
         log_level (LogLevel | str): The most verbose level written (default: BATCH).
         log_interval (str | Time | int): Write BATCH values every this many batches, or EPOCH values every this many
             epochs (``'1ep'``).
@@ -68,6 +73,7 @@ class CSVLogger(BufferedDestination):
         overwrite: bool = False,
     ) -> None:
         super().__init__(log_level, log_interval, flush_interval)
+        self._pattern = str(filename)
         self.filename = check_writable(filename, "filename", is_dir=False)
         self.overwrite = overwrite
         self._file: IO[str] | None = None
@@ -79,6 +85,7 @@ class CSVLogger(BufferedDestination):
     def init(self, state: State, logger: Logger) -> None:
         del logger
         if self._state is None:
+            self.filename = fill_log_path(self._pattern, state, "filename")
             Path(self.filename).parent.mkdir(parents=True, exist_ok=True)
             self._state = state
 

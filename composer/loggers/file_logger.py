@@ -13,7 +13,7 @@ from composer.core.logging.logger import Logger, LogLevel
 from composer.core.state import State
 from composer.core.time import Time, Timestamp
 from composer.loggers.buffered_destination import BufferedDestination
-from composer.loggers.log_path import check_writable, format_log_path, has_placeholders
+from composer.loggers.log_path import check_writable, fill_log_path
 from composer.loggers.log_value import format_record
 from composer.loggers.record_buffer import Record
 
@@ -106,8 +106,7 @@ class FileLogger(BufferedDestination):
         del logger
         if self._started:
             return  # a second Trainer built with the same logger keeps appending
-        if has_placeholders(self._pattern):
-            self.filename = check_writable(format_log_path(self._pattern, state, "filename"), "filename", is_dir=False)
+        self.filename = fill_log_path(self._pattern, state, "filename")
         Path(self.filename).parent.mkdir(parents=True, exist_ok=True)
         self._state = state
         self._started = True

@@ -14,7 +14,7 @@ from composer.utils.checkpoint import FILENAME_FIELDS, format_checkpoint_name
 if TYPE_CHECKING:
     from composer.core.state import State
 
-__all__ = ["check_writable", "format_log_path", "has_placeholders"]
+__all__ = ["check_writable", "fill_log_path", "format_log_path", "has_placeholders"]
 
 
 def has_placeholders(path: str | os.PathLike[str]) -> bool:
@@ -74,6 +74,22 @@ def format_log_path(path: str | os.PathLike[str], state: State, argument: str) -
             f"{list(FILENAME_FIELDS)} (as in save_folder), or double the braces ('{{{{' and '}}}}') for literal ones."
         ) from None
     return Path(filled).expanduser()
+
+
+def fill_log_path(pattern: str | os.PathLike[str], state: State, argument: str) -> Path:
+    """A destination's file at ``Event.INIT``: ``pattern`` with its fields filled in (:func:`format_log_path`), checked
+    writable again when it had fields (:func:`check_writable`); a path without fields as it is.
+
+    Example:
+        >>> import tempfile, torch
+        >>> from composer.core.state import State
+        >>> state = State(model=torch.nn.Linear(1, 1), max_duration="1ep", run_name="demo")
+        >>> fill_log_path(Path(tempfile.mkdtemp()) / "metrics-{run_name}.csv", state, "filename").name
+        'metrics-demo.csv'
+    """
+    if not has_placeholders(pattern):
+        return Path(pattern).expanduser()
+    return check_writable(format_log_path(pattern, state, argument), argument, is_dir=False)
 
 
 def _fields(text: str) -> set[str]:

@@ -101,3 +101,14 @@ def test_resuming_keeps_the_checkpoints_rows_and_drops_a_row_cut_short(tmp_path)
         kept = list(csv.reader(file))
     assert kept == [list(COLUMNS)] + [[str(v) for v in row] for row in rows[:2]]
     assert _keep_rows(path, None) == 2
+
+
+def test_filename_placeholders_are_filled_like_save_folder(tmp_path):
+    pattern = tmp_path / "runs" / "{run_name}" / "metrics-{run_name}-rank{rank}.csv"
+    destination = CSVLogger(pattern)
+    _train_two_batches(destination, run_name="demo-1")
+    expected = tmp_path / "runs" / "demo-1" / "metrics-demo-1-rank0.csv"
+    assert destination.filename == expected
+    with expected.open(newline="") as file:
+        assert [row["batch"] for row in csv.DictReader(file) if row["name"] == "loss/train"] == ["0", "1"]
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == ["demo-1"]  # nothing literally named "{run_name}"
