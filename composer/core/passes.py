@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
 
-__all__ = ["order_algorithms", "sort_declared_first_last"]
+__all__ = ["declares", "order_algorithms", "sort_declared_first_last"]
 
 
 def sort_declared_first_last(algorithms: Sequence[Algorithm]) -> list[Algorithm]:
@@ -22,10 +22,33 @@ def sort_declared_first_last(algorithms: Sequence[Algorithm]) -> list[Algorithm]
         >>> [type(a).__name__ for a in sort_declared_first_last([A(), First()])]
         ['First', 'A']
     """
-    first = [a for a in algorithms if a.run_first]
-    last = [a for a in algorithms if a.run_last and not a.run_first]
-    middle = [a for a in algorithms if not a.run_first and not a.run_last]
+    first = [a for a in algorithms if declares(a, "run_first")]
+    last = [a for a in algorithms if declares(a, "run_last") and not declares(a, "run_first")]
+    middle = [a for a in algorithms if not declares(a, "run_first") and not declares(a, "run_last")]
     return first + middle + last
+
+
+def declares(algorithm: object, flag: str) -> bool:
+    """Whether ``algorithm`` sets ``flag`` (``run_first`` or ``run_last``) to ``True`` itself.
+
+    Only the value ``True`` counts. An object that merely answers every attribute with something truthy (a
+    ``unittest.mock.Mock`` standing in for an algorithm) or one that does not subclass :class:`Algorithm` and lacks
+    the flag declares nothing, so it cannot push a real ``run_first`` algorithm such as SelectiveBackprop out of
+    the front.
+
+    Args:
+        algorithm: An algorithm, or any object standing in for one.
+        flag: ``"run_first"`` or ``"run_last"``.
+
+    Returns:
+        bool: True only when the attribute is the value ``True``.
+
+    Example:
+        >>> from unittest.mock import Mock
+        >>> declares(Mock(), "run_first"), declares(Mock(run_first=True), "run_first")
+        (False, True)
+    """
+    return getattr(algorithm, flag, False) is True
 
 
 def order_algorithms(algorithms: Sequence[Algorithm], event: Event) -> list[Algorithm]:

@@ -283,3 +283,21 @@ def test_events_hash_by_identity_and_survive_pickling():
     table = {event: event.value for event in Event}
     assert all(table[pickle.loads(pickle.dumps(event))] == event.value for event in Event)
     assert Event("batch_end") is Event.BATCH_END and hash(Event.BATCH_END) == hash(Event("batch_end"))
+
+
+@pytest.mark.parametrize("event", [Event.INIT, Event.BEFORE_FORWARD, Event.AFTER_FORWARD])
+def test_selective_backprop_goes_first_among_stand_in_algorithms(event):
+    # MosaicML Composer v0.5.0's test_engine_with_selective_backprop: SelectiveBackprop third in a list of mocks that
+    # always match. A Mock answers run_first with a (truthy) Mock; only a declared True may count, or every mock would
+    # be "first" too and SelectiveBackprop would stay third.
+    from unittest.mock import Mock
+
+    from composer.algorithms import SelectiveBackprop
+
+    mocks = [Mock(**{"match.return_value": True, "apply.return_value": n}) for n in range(5)]
+    sb = SelectiveBackprop(start=0.5, end=0.9, keep=0.5, scale_factor=0.5, interrupt=2)
+    sb.apply = Mock(return_value="sb")
+    sb.match = Mock(return_value=True)
+    traces = Engine(make_state(algorithms=[*mocks[:2], sb, *mocks[2:]])).run_event(event)
+    expected = ["sb", 0, 1, 2, 3, 4]
+    assert [trace.exit_code for trace in traces.values()] == (expected[::-1] if event.is_after_event else expected)
