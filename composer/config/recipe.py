@@ -4,7 +4,10 @@ Parsing and overrides go through OmegaConf: an override is a dotted key path and
 (``algorithms.mixup.alpha=0.3``, ``model.simple_cnn.widths=[8,16]``, ``max_duration=2ep``, ``seed=null``), and
 ``${...}`` interpolations in a recipe resolve (``eval_batch_size: ${train_batch_size}``). Overrides merge into the
 recipe: a mapping adds to the mapping it lands on, any other value replaces. ``false`` removes an entry of
-``algorithms``, ``schedulers``, ``callbacks`` or ``loggers`` (``algorithms.mixup=false``).
+``algorithms``, ``schedulers``, ``callbacks`` or ``loggers`` (``algorithms.mixup=false``). Those four take a list as
+in the file: ``'algorithms=[blurpool, mixup]'`` replaces the recipe's methods by these two (as any list replaces),
+and a dotted override into a list the recipe wrote (``algorithms: [blurpool]`` with ``algorithms.mixup.alpha=0.3``)
+adds to it as to the mapping the list stands for.
 
 Example:
     >>> import pathlib, tempfile
@@ -123,7 +126,8 @@ def _load_config(
     problems: list[ConfigError] = []
     for override in overrides:
         try:
-            merged = omegaconf.OmegaConf.merge(merged, _parse_overrides([override]))
+            parsed = _parse_overrides([override])
+            merged = omegaconf.OmegaConf.merge(_mergeable(merged, parsed), parsed)
         except ConfigError as error:
             problems.append(error)
         except Exception as error:
@@ -135,6 +139,50 @@ def _load_config(
         raise ConfigError.combine([*problems, unresolved]) from None
     assert isinstance(container, dict)
     return {str(k): v for k, v in container.items()}, problems
+
+
+def _mergeable(base: Any, override: Any) -> Any:
+    """``base``, changed where OmegaConf cannot merge ``override`` into it ("incompatible container types").
+
+    A list meeting a mapping at the same key is the recipe's list form against a dotted override (or the reverse):
+    a list of names and one-key mappings becomes the mapping it stands for, so the override adds to it; the other way
+    (a mapping in the recipe, a list on the command line) the recipe's value is dropped, so the list replaces it, as
+    any list does. Interpolations (``${...}``) are kept unresolved.
+    """
+    omegaconf = _omegaconf()
+    plain = omegaconf.OmegaConf.to_container(base, resolve=False)
+    fixed = _reconcile(plain, omegaconf.OmegaConf.to_container(override, resolve=False))
+    return base if fixed is plain else omegaconf.OmegaConf.create(fixed)
+
+
+def _reconcile(base: Any, override: Any) -> Any:
+    if not isinstance(base, dict) or not isinstance(override, dict):
+        return base
+    changed = dict(base)
+    for key, value in override.items():
+        if key not in base:
+            continue
+        current = base[key]
+        if isinstance(value, dict) and isinstance(current, list):
+            current = _as_mapping(current)
+        elif isinstance(value, list) and isinstance(current, dict):
+            current = None
+        changed[key] = _reconcile(current, value)
+    same = changed.keys() == base.keys() and all(changed[k] is base[k] for k in base)
+    return base if same else changed
+
+
+def _as_mapping(items: list[Any]) -> dict[Any, Any] | None:
+    """``[name, {name: fields}, ...]`` -> ``{name: fields or None}``, in order; None if it is not such a list."""
+    mapping: dict[Any, Any] = {}
+    for item in items:
+        if isinstance(item, str) and item not in mapping:
+            mapping[item] = None
+        elif isinstance(item, dict) and len(item) == 1 and next(iter(item)) not in mapping:
+            mapping.update(item)
+        else:
+            return None
+    return mapping
 
 
 def load_recipe(path: str | os.PathLike[str] | None, overrides: Sequence[str] = ()) -> TrainerHparams:
