@@ -9,7 +9,7 @@ import pytest
 
 from composer.cli.__main__ import main
 from composer.config import REGISTRIES, load_recipe
-from tests.cli.recipes import write_recipe
+from tests.cli.recipes import IMAGE_RECIPE, write_recipe
 from tests.datasets.cifar_archive import write_cifar_archive
 
 
@@ -164,22 +164,12 @@ def test_recipe_check_refuses_without_importing_torch(tmp_path):
     assert out.split() == ["algorithms", "False"]
 
 
-_IMAGE_RECIPE = """
-model: {simple_cnn: {widths: [4], num_classes: 4}}
-train_dataset: {synthetic_classification: {shape: [3, 8, 8], num_classes: 4, num_samples: 16}}
-train_batch_size: 8
-max_duration: 2ba
-progress_bar: false
-seed: 0
-"""
-
-
 @pytest.mark.parametrize("order", ["label_smoothing, mixup", "mixup, label_smoothing", "cutmix, mixup"])
 def test_recipes_that_compose_train_in_either_order(tmp_path, capsys, order):
     entries = {"label_smoothing": "{alpha: 0.1}", "mixup": "{alpha: 0.2}", "cutmix": "{alpha: 1.0}"}
     algorithms = ", ".join(f"{name}: {entries[name]}" for name in order.split(", "))
     recipe = tmp_path / "image.yaml"
-    recipe.write_text(_IMAGE_RECIPE + f"algorithms: {{{algorithms}}}\n")
+    recipe.write_text(IMAGE_RECIPE + f"algorithms: {{{algorithms}}}\n")
     assert main(["train", "-f", str(recipe)]) == 0, capsys.readouterr().err
 
 

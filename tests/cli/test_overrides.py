@@ -5,15 +5,7 @@ from __future__ import annotations
 import yaml
 
 from composer.cli.__main__ import main
-
-_IMAGE_RECIPE = """
-model: {simple_cnn: {widths: [4], num_classes: 4}}
-train_dataset: {synthetic_classification: {shape: [3, 8, 8], num_classes: 4, num_samples: 16}}
-train_batch_size: 8
-max_duration: 2ba
-progress_bar: false
-seed: 0
-"""
+from tests.cli.recipes import IMAGE_RECIPE
 
 
 def _printed_algorithms(capsys, recipe, *overrides) -> dict:
@@ -23,7 +15,7 @@ def _printed_algorithms(capsys, recipe, *overrides) -> dict:
 
 def test_a_list_of_algorithms_replaces_the_recipes_mapping_and_trains(tmp_path, capsys):
     recipe = tmp_path / "r.yaml"
-    recipe.write_text(_IMAGE_RECIPE + "algorithms: {label_smoothing: {alpha: 0.1}}\n")
+    recipe.write_text(IMAGE_RECIPE + "algorithms: {label_smoothing: {alpha: 0.1}}\n")
     algorithms = _printed_algorithms(capsys, recipe, "algorithms=[blurpool, channels_last]")
     assert list(algorithms) == ["blurpool", "channels_last"]  # as any list does, it replaces: no label_smoothing
     assert main(["train", "-f", str(recipe), "algorithms=[blurpool, {mixup: {alpha: 0.3}}]"]) == 0
@@ -35,7 +27,7 @@ def test_a_list_of_algorithms_replaces_the_recipes_mapping_and_trains(tmp_path, 
 
 def test_a_dotted_override_adds_to_the_recipes_list(tmp_path, capsys):
     recipe = tmp_path / "r.yaml"
-    recipe.write_text(_IMAGE_RECIPE + "algorithms: [blurpool, {mixup: {alpha: 0.1}}]\n")
+    recipe.write_text(IMAGE_RECIPE + "algorithms: [blurpool, {mixup: {alpha: 0.1}}]\n")
     algorithms = _printed_algorithms(
         capsys, recipe, "algorithms.mixup.alpha=0.3", "algorithms.label_smoothing.alpha=0.2"
     )
