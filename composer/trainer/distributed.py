@@ -556,7 +556,7 @@ def heartbeat(model: torch.nn.Module | None, timer: Timer) -> Iterator[dist.Hear
     # The group's store was created with the group's timeout (dist_timeout, or the script's own): the stubs lack it.
     store = torch.distributed.distributed_c10d._get_default_store()
     timeout = store.timeout.total_seconds()  # type: ignore[attr-defined]
-    beat = dist.Heartbeat(timeout, lambda: f"batch {int(timer.batch)}")
+    beat = dist.Heartbeat(timeout, lambda: int(timer.batch))
     handle = model.register_forward_pre_hook(lambda module, args: beat.advance())
     beat.start()
     try:

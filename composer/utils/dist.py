@@ -236,7 +236,7 @@ class RankBeat:
     Attributes:
         rank (int): The rank.
         progress (int): How many steps its main thread has started (the Trainer: training forward passes).
-        position (str): Where it is, in words (the Trainer: ``'batch 3'``).
+        batch (int): The batch it is in (the Trainer: ``timer.batch``, the batches it has finished).
         running (bool): False once it stopped its heartbeat (its ``fit`` ended).
         beats (int): How many times it published (it stops growing when the process is frozen or dead).
         stack (str): The innermost frames of its training thread, when that thread was not making progress.
@@ -244,7 +244,7 @@ class RankBeat:
 
     rank: int
     progress: int
-    position: str
+    batch: int
     running: bool
     beats: int
     stack: str
@@ -267,24 +267,33 @@ def read_heartbeats() -> list[RankBeat | None]:
 
 
 def describe_lagging(beats: Sequence[RankBeat | None], frozen: Sequence[int] = ()) -> list[str]:
-    """One description per rank that the others are waiting for: behind them, frozen, or never started."""
-    if not beats:
-        return []
-    top = max((b.progress for b in beats if b is not None), default=0)
+    """One description per rank that the others are waiting for: behind them, frozen, or never started.
+
+    A heartbeat is published at most once per interval, so a rank that died soon after publishing left one older
+    than its last steps. The ranks furthest ahead wait in batch B, which they could not have reached without every
+    rank's share of the collectives of the batches before it: a lagging rank whose last heartbeat is from an earlier
+    batch is named at batch B, where it stopped answering, and its heartbeat is said to be older than that (its
+    steps are not counted: they are not known).
+    """
+    started = [b for b in beats if b is not None]
+    top = max((b.progress for b in started), default=0)
+    waiting_at = min((b.batch for b in started if b.progress == top), default=0)  # where the furthest ahead are
     found = []
     for rank, beat in enumerate(beats):
         if beat is None:
             found.append(f"rank {rank} never published a heartbeat (it has not started training)")
-        elif not beat.running:
+        elif not beat.running or (beat.progress >= top and beat.rank not in frozen):
             continue
-        elif beat.progress < top or beat.rank in frozen:
-            why = (
-                f"{top - beat.progress} step(s) behind"
-                if beat.progress < top
-                else "its heartbeat stopped: frozen or dead"
-            )
+        else:
+            at = f"batch {beat.batch}"
+            why = [f"{top - beat.progress} step(s) behind"] if beat.progress < top else []
+            if beat.batch < waiting_at:
+                at = f"batch {waiting_at}, where the others wait for it"
+                why = [f"its last heartbeat, from batch {beat.batch}, is older than that"]
+            if beat.rank in frozen:
+                why.append("its heartbeat stopped: frozen or dead")
             where = f", in:\n{beat.stack}" if beat.stack else ""
-            found.append(f"rank {rank} stopped answering at {beat.position or 'its step'} ({why}){where}")
+            found.append(f"rank {rank} stopped answering at {at} ({'; '.join(why)}){where}")
     return found
 
 
@@ -296,7 +305,7 @@ class Heartbeat:
     the thread, once per ``interval``). When this rank has made no progress for ``timeout`` seconds, its thread reads
     every rank's heartbeat; if some rank is behind the others (it did not reach the step they wait in), has a frozen
     heartbeat (its process holds the GIL, is stopped or died) or never started, the collective this rank waits in
-    cannot complete: the thread prints which rank stopped answering, where (its position and innermost frames), and
+    cannot complete: the thread prints which rank stopped answering, where (its batch and innermost frames), and
     ends this process with exit status 1, without waiting for the collective's own timeout and the interpreter's
     slow shutdown, so that the launcher (``torchrun``) stops the job at once. The lagging rank itself ends the same
     way. This is what torch does for NCCL on a collective timeout; a stall where no rank is behind (a hang inside a
@@ -305,16 +314,16 @@ class Heartbeat:
     Args:
         timeout (float): Seconds without progress after which the job is considered stalled (the Trainer:
             ``dist_timeout``).
-        position (Callable[[], str]): Says where this rank is, read by the thread (e.g. ``lambda: 'batch 3'``).
+        batch (Callable[[], int]): The batch this rank is in, read by the thread (the Trainer: ``timer.batch``).
         interval (float, optional): Seconds between publications; default ``min(1, timeout / 10)``.
     """
 
-    def __init__(self, timeout: float, position: Callable[[], str] = str, interval: float | None = None) -> None:
+    def __init__(self, timeout: float, batch: Callable[[], int] = int, interval: float | None = None) -> None:
         if not timeout > 0:
             raise ValueError(f"timeout={timeout!r} must be a positive number of seconds.")
         self.timeout = float(timeout)
         self.interval = min(1.0, self.timeout / 10) if interval is None else float(interval)
-        self.position = position
+        self.batch = batch
         self.progress = 0
         self.changed_at = time.monotonic()
         self.rank, self.world_size = get_global_rank(), get_world_size()
@@ -350,7 +359,7 @@ class Heartbeat:
     def _publish(self, running: bool, stack: str) -> None:
         self._beats += 1
         store = torch_dist.distributed_c10d._get_default_store()
-        record = RankBeat(self.rank, self.progress, self.position(), running, self._beats, stack)
+        record = RankBeat(self.rank, self.progress, self.batch(), running, self._beats, stack)
         store.set(_heartbeat_key(self.rank), json.dumps(record.__dict__))
 
     def _main_stack(self) -> str:
@@ -385,7 +394,7 @@ class Heartbeat:
                     # waited for this rank. Nobody is left to wait for: end too, saying where this rank is.
                     where = f", in:\n{stack}" if stack else ""
                     self._end(
-                        f"while this rank (at {self.position()}) was not answering{where}\nthe job's store stopped "
+                        f"while this rank (at batch {self.batch()}) was not answering{where}\nthe job's store stopped "
                         "answering: the rank or launcher that hosts it has ended, most likely after waiting for this "
                         "rank",
                         stalled_for,

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,18 +43,30 @@ def torchrun(scenario: str, folder: Path, worker: Path | None = None) -> subproc
     """Runs ``worker`` (default: ``WORKER``, read at the call, tests/trainer/dist_worker.py) under ``python -m torch.distributed.run
     --nproc_per_node 2`` and returns when it ends (after ``JOB_TIMEOUT`` seconds the launcher and its workers are
     killed, and the test fails)."""
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        f"--nproc_per_node={WORLD_SIZE}",
-        "--master_addr=127.0.0.1",
-        f"--master_port={free_port()}",
-        str(worker or WORKER),
-        scenario,
-        str(folder),
+    command = _torchrun_command(f"--nproc_per_node={WORLD_SIZE}", f"--master_port={free_port()}")
+    return _finish(_start([*command, str(worker or WORKER), scenario, str(folder)]), scenario)
+
+
+def torchrun_nodes(scenario: str, folder: Path) -> list[subprocess.CompletedProcess[str]]:
+    """Runs ``WORKER`` as a job of two nodes of one rank each: one ``torchrun`` per node, on loopback (node 0's
+    agent hosts the job's store). Unlike one torchrun for both ranks, a rank that dies is seen by its own node's agent
+    only: the other rank runs on until its collective fails, as on a real cluster. Returns each node's result."""
+    port = free_port()
+    nodes = [
+        _torchrun_command("--nnodes=2", "--nproc_per_node=1", f"--node_rank={n}", f"--master_port={port}")
+        for n in range(2)
     ]
-    process = subprocess.Popen(
+    processes = [_start([*command, str(WORKER), scenario, str(folder)]) for command in nodes]
+    with ThreadPoolExecutor(2) as pool:  # both read at once: neither fills its output pipe while the other runs
+        return list(pool.map(lambda process: _finish(process, scenario), processes))
+
+
+def _torchrun_command(*options: str) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", *options, "--master_addr=127.0.0.1"]
+
+
+def _start(command: list[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -62,6 +75,9 @@ def torchrun(scenario: str, folder: Path, worker: Path | None = None) -> subproc
         cwd=REPO,
         start_new_session=True,  # its own process group: the workers can be killed with it
     )
+
+
+def _finish(process: subprocess.Popen[str], scenario: str) -> subprocess.CompletedProcess[str]:
     try:
         stdout, stderr = process.communicate(timeout=JOB_TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -77,7 +93,7 @@ def torchrun(scenario: str, folder: Path, worker: Path | None = None) -> subproc
             except subprocess.TimeoutExpired:
                 stdout, stderr = "", "(the workers kept the output pipes open)"
         pytest.fail(f"The 2-rank job {scenario!r} did not end within {JOB_TIMEOUT} s:\n{stderr[-10000:]}")
-    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 @dataclass

@@ -8,7 +8,8 @@ Usage: ``python -m torch.distributed.run --nproc_per_node 2 tests/trainer/dist_w
   resume from the first checkpoint, LayerFreezing), counting DDP all-reduces with a communication hook; then the
   collectives of composer.utils.dist.
 * ``fault``: rank 1 raises at batch 3; ``hang``: rank 1 stops answering at batch 3 (dist_timeout=5): the
-  Trainer's heartbeat ends both processes after dist_timeout, naming rank 1.
+  Trainer's heartbeat ends both processes after dist_timeout, naming rank 1; ``kill``: rank 1 dies (SIGKILL) at
+  batch 3, most likely having published no heartbeat since batch 0 (they are a second apart).
 
 The data and models are built here, and imported by the test for its references.
 """
@@ -16,7 +17,9 @@ The data and models are built here, and imported by the test for its references.
 from __future__ import annotations
 
 import gc
+import os
 import shutil
+import signal
 import sys
 import time
 import warnings
@@ -216,7 +219,7 @@ def run_dist_utilities(out: dict[str, Any]) -> None:
 
 
 class FailAt(Callback):
-    """On rank 1, at batch FAULT_BATCH: raises (``fault``) or stops answering (``hang``)."""
+    """On rank 1, at batch FAULT_BATCH: raises (``fault``), stops answering (``hang``) or dies (``kill``)."""
 
     def __init__(self, how: str) -> None:
         self.how = how
@@ -227,6 +230,8 @@ class FailAt(Callback):
             print(f"FAILING AT {time.time():.3f}", file=sys.stderr, flush=True)
             if self.how == "hang":
                 time.sleep(600)
+            if self.how == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
             raise RuntimeError(f"injected failure at batch {FAULT_BATCH}")
 
 
@@ -241,7 +246,7 @@ def end_job() -> None:
 
 def main() -> None:
     scenario, folder = sys.argv[1], Path(sys.argv[2])
-    if scenario in ("fault", "hang"):
+    if scenario in ("fault", "hang", "kill"):
         timeout = 5.0 if scenario == "hang" else 20.0
         model = make_model(seed=0)
         trainer = Trainer(

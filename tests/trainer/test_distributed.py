@@ -34,7 +34,7 @@ from composer.trainer.distributed import (
 )
 from composer.utils.checkpoint import read_checkpoint
 from composer.utils.dist import Heartbeat, RankBeat, describe_lagging, read_heartbeats
-from tests.distributed.launch import start_ranks, stop, two_rank_train_job, wait_for
+from tests.distributed.launch import start_ranks, stop, torchrun_nodes, two_rank_train_job, wait_for
 from tests.trainer import dist_worker as worker
 
 ATOL = 1e-6
@@ -251,6 +251,18 @@ def test_a_rank_that_stops_answering_fails_the_others_after_dist_timeout(tmp_pat
     assert 4 < max(hung.ended_at, other.ended_at) - _failure_time(hung.text) < 5 + 20
 
 
+@pytest.mark.dist
+def test_a_rank_that_dies_is_named_at_the_batch_it_reached(tmp_path):
+    # Two nodes of one rank each (one torchrun per node), as on a cluster: rank 1's death (SIGKILL at batch 3, most
+    # likely before its heartbeat thread published anything since batch 0) is seen by its own agent only, and rank 0
+    # fails in the collective of batch 3, noting the heartbeats.
+    node0, node1 = torchrun_nodes("kill", tmp_path)
+    assert node0.returncode != 0 and node1.returncode != 0
+    assert "FAILING AT" in node1.stderr, node1.stderr[-3000:]
+    assert "rank 0 of 2: a collective operation failed" in node0.stderr, node0.stderr[-3000:]
+    assert "Heartbeats: rank 1 stopped answering at batch 3" in node0.stderr, node0.stderr[-3000:]
+
+
 # ---- the helpers in one process ------------------------------------------------------------------------------------
 
 
@@ -345,15 +357,25 @@ def test_errors_note_their_rank(as_rank_1_of_2):
 
 
 def test_heartbeats_name_the_ranks_the_others_wait_for():
-    def beat(rank, progress, running=True, stack=""):
-        return RankBeat(rank, progress, f"batch {progress}", running, beats=7, stack=stack)
+    def beat(rank, progress, batch=None, running=True, stack=""):
+        return RankBeat(rank, progress, progress if batch is None else batch, running, beats=7, stack=stack)
 
     assert describe_lagging([beat(0, 4), beat(1, 4)]) == []  # nobody behind: left to the collective's timeout
-    assert describe_lagging([beat(0, 4), beat(1, 3, stack="  File x")]) == [
+    assert describe_lagging([beat(0, 4, batch=3), beat(1, 3, batch=3, stack="  File x")]) == [
         "rank 1 stopped answering at batch 3 (1 step(s) behind), in:\n  File x"
     ]
     assert describe_lagging([beat(0, 4), beat(1, 4)], frozen=[1]) == [
         "rank 1 stopped answering at batch 4 (its heartbeat stopped: frozen or dead)"
+    ]
+    # A heartbeat from before the batch the others wait in is older than the rank's last step: rank 1 took part in
+    # the collectives of batches 0 to 2, so it stopped answering at batch 3, whatever its last heartbeat said.
+    assert describe_lagging([beat(0, 4, batch=3), beat(1, 0)]) == [
+        "rank 1 stopped answering at batch 3, where the others wait for it (its last heartbeat, from batch 0, is "
+        "older than that)"
+    ]
+    assert describe_lagging([beat(0, 4, batch=3, running=False), beat(1, 1)], frozen=[1]) == [
+        "rank 1 stopped answering at batch 3, where the others wait for it (its last heartbeat, from batch 1, is "
+        "older than that; its heartbeat stopped: frozen or dead)"
     ]
     # A rank whose fit ended is never waited for; one that never published has not started.
     assert describe_lagging([beat(0, 4), beat(1, 2, running=False), None]) == [
