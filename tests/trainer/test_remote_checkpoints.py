@@ -357,3 +357,29 @@ def test_autoresume_never_chooses_a_partial_or_damaged_object(s3_env, tmp_path):
     assert resumed.checkpointing.loaded_path.name == "ep0-ba4-rank0.pt"
     assert int(resumed.state.timer.batch) == 4
     resumed.close()
+
+
+def test_a_stray_object_under_a_checkpoint_name_is_passed_over_with_a_warning(s3_env, tmp_path):
+    """``ckpt/ep0-ba2-rank0.pt`` and ``ckpt/ep0-ba2-rank0.pt/notes.txt``: a name both an object and a folder. The
+    listing passes over the notes (naming them) instead of failing autoresume and pruning for the whole folder."""
+    bucket = s3_env.create_bucket()
+    first = make_trainer(
+        f"s3://{bucket}/ckpt", max_duration="4ba", save_interval="2ba", storage_options=options(s3_env, tmp_path / "a")
+    )
+    first.fit()
+    first.close()
+    s3_env.client().put_object(Bucket=bucket, Key="ckpt/ep0-ba2-rank0.pt/notes.txt", Body=b"notes")
+    stray = rf"not checkpoints, passed over.*: s3://{bucket}/ckpt/ep0-ba2-rank0.pt/notes.txt\. Move or delete them"
+    with pytest.warns(UserWarning, match=stray):
+        resumed = make_trainer(
+            f"s3://{bucket}/ckpt",
+            max_duration="6ba",
+            save_interval="2ba",
+            save_num_checkpoints_to_keep=1,
+            autoresume=True,
+            storage_options=options(s3_env, tmp_path / "b"),
+        )
+    assert resumed.checkpointing.loaded_path.name == "ep0-ba4-rank0.pt"
+    resumed.fit()  # the pruning lists the folder too
+    resumed.close()
+    assert s3_env.keys(bucket) == ["ckpt/ep0-ba2-rank0.pt/notes.txt", "ckpt/ep1-ba6-rank0.pt"]

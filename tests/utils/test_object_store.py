@@ -14,6 +14,7 @@ import pytest
 from composer.utils.checkpoint import CheckpointError
 from composer.utils.object_store import (
     BackgroundUploader,
+    ObjectStoreError,
     ObjectStoreURL,
     RemoteCheckpointFolder,
     S3ObjectStore,
@@ -21,6 +22,7 @@ from composer.utils.object_store import (
     UploadError,
     parse_location,
 )
+from tests.common.store_proxy import StoreProxy
 
 # ---- URLs and options --------------------------------------------------------------------------------------------
 
@@ -82,6 +84,48 @@ def test_upload_download_list_head_delete_with_multipart(s3_env, tmp_path):
     assert (tmp_path / "copy" / "big.bin").read_bytes() == data
     store.delete("p/big.bin")
     assert store.list_objects("p/") == []
+
+
+def test_a_store_that_hangs_fails_within_the_retry_budget(s3_env, tmp_path):
+    """A store that accepts connections and never answers: a multipart upload (whose abort hangs too) and a download
+    each fail with a clear ObjectStoreError within about retry_budget (2 s here; the bound below is generous), not
+    after botocore's own read timeouts and retries (60 s each, three times)."""
+    bucket = s3_env.create_bucket()
+    proxy = StoreProxy(s3_env.endpoint_url).start()
+    options = {"endpoint_url": proxy.endpoint_url, "retry_budget": 2, "multipart_threshold_mb": 5}
+    source = tmp_path / "big.bin"
+    source.write_bytes(bytes(6 * 2**20))  # two parts
+    try:
+        store = S3ObjectStore(bucket, {**options, "multipart_chunksize_mb": 5})
+        store.upload_bytes(b"small", "p/small.bin")  # through the proxy while it forwards
+        proxy.mode = "hang"
+        for what, operation in [
+            ("uploading", lambda: store.upload(source, "p/big.bin")),
+            ("downloading", lambda: store.download("p/small.bin", tmp_path / "copy.bin")),
+        ]:
+            outcome: list[BaseException] = []
+            start = time.monotonic()
+            # In a thread, so that a store that is not bounded fails the test after the bound instead of hanging it.
+            worker = threading.Thread(target=_record_failure, args=(operation, outcome), daemon=True)
+            worker.start()
+            worker.join(timeout=2 + 10)
+            assert not worker.is_alive(), f"{what} on a hung store still waits after retry_budget + 10 s"
+            elapsed = time.monotonic() - start
+            assert len(outcome) == 1 and isinstance(outcome[0], ObjectStoreError), outcome
+            message = str(outcome[0])
+            assert message.startswith(f"{what} ") and f"the store at {proxy.endpoint_url} did not answer" in message
+            assert "(retry_budget=2 s)" in message, message
+            print(f"{what} failed after {elapsed:.1f} s")
+    finally:
+        proxy.stop()
+    assert not (tmp_path / "copy.bin").exists()
+
+
+def _record_failure(operation, outcome: list) -> None:
+    try:
+        operation()
+    except BaseException as e:
+        outcome.append(e)
 
 
 # ---- the background uploader --------------------------------------------------------------------------------------

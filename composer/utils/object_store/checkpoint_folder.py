@@ -15,12 +15,13 @@ import logging
 import os
 import shutil
 import tempfile
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from composer.utils.checkpoint import CheckpointError, find_checkpoints, prune_checkpoints
-from composer.utils.checkpoint.sharded import STATE_FILE
+from composer.utils.checkpoint.sharded import DCP_INDEX, STATE_FILE
 from composer.utils.object_store.options import StorageOptions
 from composer.utils.object_store.s3 import ObjectInfo, S3ObjectStore
 from composer.utils.object_store.url import ObjectStoreURL
@@ -133,20 +134,32 @@ class RemoteCheckpointFolder:
         folder as a folder, timed like its newest object); mirror path -> name, for folders too."""
         mirror: dict[Path, str] = {}
         folder_times: dict[Path, float] = {}
+        times: dict[str, float] = {}
         for info in self._objects():
             name = self.url.name_of(info.key)
-            parts = name.split("/")
-            if not name or name.endswith("/") or any(part in ("", ".", "..") for part in parts):
+            if not name or name.endswith("/") or any(part in ("", ".", "..") for part in name.split("/")):
                 continue  # not a file name this library writes
+            times[name] = info.last_modified
+        strays = _strays(times)
+        if strays:
+            warnings.warn(
+                f"{self.url} holds objects that are not checkpoints, passed over (a name that is both an object and "
+                f"a folder of objects): {', '.join(str(self.url.join(name)) for name in sorted(strays))}. Move or delete them.",
+                stacklevel=3,
+            )
+        for name, modified in times.items():
+            if name in strays:
+                continue
+            parts = name.split("/")
             path = scratch.joinpath(*parts)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.touch()
-            os.utime(path, (info.last_modified, info.last_modified))
+            os.utime(path, (modified, modified))
             mirror[path] = name
             for i in range(1, len(parts)):
                 parent = scratch.joinpath(*parts[:i])
                 mirror[parent] = "/".join(parts[:i])
-                folder_times[parent] = max(folder_times.get(parent, 0.0), info.last_modified)
+                folder_times[parent] = max(folder_times.get(parent, 0.0), modified)
         for parent, when in folder_times.items():  # once every file is in: creating them touched the folders
             os.utime(parent, (when, when))
         return mirror
@@ -257,3 +270,18 @@ class RemoteCheckpointFolder:
         for key in aborted:
             log.info("Aborted the unfinished upload of %s, left by a run that stopped while uploading.", key)
         return aborted
+
+
+def _strays(names: Mapping[str, object]) -> set[str]:
+    """The names that cannot be mirrored because another name is both an object and a folder of objects (``x.pt``
+    and ``x.pt/notes.txt``): if the folder holds a sharded checkpoint's files, the plain object is the stray;
+    otherwise the objects under the folder are."""
+    folders = {name.rsplit("/", i)[0] for name in names for i in range(1, name.count("/") + 1)}
+    strays: set[str] = set()
+    for clash in sorted(name for name in names if name in folders):
+        if clash in strays:
+            continue
+        inside = [name for name in names if name.startswith(clash + "/") and name not in strays]
+        sharded = any(name.rsplit("/", 1)[1] in (STATE_FILE, DCP_INDEX) or name.endswith(".distcp") for name in inside)
+        strays.update([clash] if sharded else inside)
+    return strays

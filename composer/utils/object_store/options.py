@@ -38,7 +38,9 @@ class StorageOptions:
         profile_name (str, optional): A named profile of ``~/.aws/credentials`` (default: ``AWS_PROFILE`` or the
             default profile).
         retry_budget (float): Seconds an operation that fails for a transient reason (the store unreachable,
-            throttling, a 5xx answer) is retried, with exponential backoff, before it fails for good.
+            throttling, a 5xx answer) is retried, with exponential backoff, before it fails for good. It bounds a
+            store that hangs as well: each request waits at most an eighth of it (1 to 60 s) for an answer, so an
+            operation on a hung store fails within about the budget.
         max_pending_uploads (int): Checkpoints written locally and waiting for (or in) their upload at most; a save
             beyond that waits for the oldest upload to finish, so a slow store slows training down rather than
             fill the local disk.

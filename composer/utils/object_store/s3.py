@@ -6,6 +6,10 @@ standard AWS chain. Around each call, :class:`S3ObjectStore` retries transient f
 timeouts, 5xx answers) with exponential backoff until ``retry_budget`` seconds have passed, then raises
 :class:`ObjectStoreError` naming the object and the cause. Errors that retrying cannot cure (wrong credentials, no
 such bucket, access denied) raise at once. Messages name the bucket, key and endpoint, never a credential.
+
+The budget also bounds a store that hangs (accepts connections, answers nothing): the connect and read timeouts and
+botocore's own attempts are derived from it (:func:`request_limits`), so that one call on a hung store ends within
+a quarter of the budget, and a new attempt starts only if one as long as the last can end within the budget.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any, TypeVar
 from composer.utils.object_store.options import StorageOptions
 from composer.utils.object_store.url import ObjectStoreURL
 
-__all__ = ["ObjectInfo", "ObjectStoreError", "S3ObjectStore", "is_boto3_available"]
+__all__ = ["ObjectInfo", "ObjectStoreError", "S3ObjectStore", "is_boto3_available", "request_limits"]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +49,28 @@ _PERMANENT_CODES = _CREDENTIAL_CODES | {
     "MethodNotAllowed",
 }
 _MAX_BACKOFF = 5.0
+
+
+def request_limits(retry_budget: float) -> tuple[float, int]:
+    """How long one request may wait on the store, and how many times botocore sends it, under ``retry_budget``.
+
+    A request waits at most ``timeout`` seconds to connect and as long for each answer: an eighth of the budget,
+    from 1 to 60 s. botocore sends it at most ``attempts`` times (1 to 3), so that one call on a hung store ends
+    within about a quarter of the budget (a multipart upload, which aborts with a second call, within half), and
+    :class:`S3ObjectStore`'s own retries fit in the rest.
+
+    Args:
+        retry_budget (float): The seconds an operation may be retried (``storage_options['retry_budget']``).
+
+    Returns:
+        tuple[float, int]: The connect and read timeout in seconds, and botocore's attempts per request.
+
+    Example:
+        >>> request_limits(2.0), request_limits(120.0), request_limits(3600.0)
+        ((1.0, 1), (15.0, 2), (60.0, 3))
+    """
+    timeout = min(60.0, max(1.0, retry_budget / 8))
+    return timeout, int(min(3, max(1, retry_budget // (4 * timeout))))
 
 
 def is_boto3_available() -> bool:
@@ -116,11 +142,11 @@ class S3ObjectStore:
         self.bucket = bucket
         self.options = StorageOptions.from_input(options)
         options = self.options
-        timeout = max(1.0, min(60.0, options.retry_budget))
+        self.timeout, attempts = request_limits(options.retry_budget)
         config = Config(
-            retries={"mode": "standard", "max_attempts": 3},
-            connect_timeout=timeout,
-            read_timeout=max(timeout, 30.0),
+            retries={"mode": "standard", "total_max_attempts": attempts},
+            connect_timeout=self.timeout,
+            read_timeout=self.timeout,
             # Path-style addresses (endpoint/bucket/key) work with every S3-compatible store and with IP endpoints.
             s3={"addressing_style": "path"} if options.endpoint_url is not None else {},
         )
@@ -132,6 +158,7 @@ class S3ObjectStore:
             multipart_chunksize=int(options.multipart_chunksize_mb * 2**20),
             max_concurrency=options.max_concurrency,
             use_threads=options.max_concurrency > 1,
+            num_download_attempts=attempts,  # s3transfer's own retries of a download's body, bounded like botocore's
         )
 
     def __repr__(self) -> str:
@@ -262,9 +289,11 @@ class S3ObjectStore:
         error = _root(error)
         from botocore.exceptions import (
             ClientError,
+            ConnectTimeoutError,
             EndpointConnectionError,
             NoCredentialsError,
             PartialCredentialsError,
+            ReadTimeoutError,
         )
 
         chain = (
@@ -274,6 +303,12 @@ class S3ObjectStore:
         )
         if isinstance(error, (NoCredentialsError, PartialCredentialsError)):
             return f"no usable AWS credentials were found ({type(error).__name__}). {chain}."
+        if isinstance(error, (ReadTimeoutError, ConnectTimeoutError)):
+            return (
+                f"the store at {self._endpoint()} did not answer within {self.timeout:g} s ({type(error).__name__}; "
+                "a request waits at most retry_budget/8 seconds, 1 to 60). Check that the store is up and reachable; "
+                "for a store that is slow to answer, raise storage_options={'retry_budget': ...}."
+            )
         if isinstance(error, EndpointConnectionError):
             return (
                 f"the store at {self._endpoint()} cannot be reached. Check storage_options={{'endpoint_url': ...}} "
@@ -301,25 +336,30 @@ class S3ObjectStore:
         return f"{type(error).__name__}: {error}. Check the URL and storage_options."
 
     def _retry(self, what: str, operation: Callable[[], T]) -> T:
-        """Runs ``operation``, retrying transient failures with backoff until ``retry_budget`` seconds have passed."""
+        """Runs ``operation``, retrying transient failures with backoff until ``retry_budget`` seconds have passed.
+
+        Another attempt starts only if one as long as the last (a hung store: its request timeouts) can end within
+        the budget, so a store that hangs fails within it too."""
         budget = self.options.retry_budget
         start = time.monotonic()
         attempt = 0
         while True:
             attempt += 1
+            began = time.monotonic()
             try:
                 return operation()
             except Exception as e:
-                elapsed = time.monotonic() - start
+                now = time.monotonic()
+                elapsed, room = now - start, budget - (now - start) - (now - began)
                 transient = _is_transient(e)
-                if not transient or elapsed >= budget:
+                if not transient or room <= 0:
                     after = f" after {attempt} attempts over {elapsed:.1f} s" if attempt > 1 else ""
                     raise ObjectStoreError(
                         f"{what} failed{after}: {self._explain(e, write=True)}"
                         + (f" (retry_budget={budget:g} s)" if transient else ""),
                         code=_code(e),
                     ) from None
-                delay = min(_MAX_BACKOFF, 0.1 * 2 ** (attempt - 1), budget - elapsed) * random.uniform(0.5, 1.0)
+                delay = min(_MAX_BACKOFF, 0.1 * 2 ** (attempt - 1), room) * random.uniform(0.5, 1.0)
                 log.warning("%s failed (%s); retrying in %.2f s.", what, type(e).__name__, delay)
                 time.sleep(delay)
 
