@@ -7,20 +7,20 @@ LeCun and Fergus 2014, "Exploiting Linear Structure Within Convolutional Network
 https://arxiv.org/abs/1404.0736.
 """
 
-from composer.algorithms.factorize.factorize import Factorize, FactorizeHparams, apply_factorization, latent_size
-from composer.algorithms.factorize.factorized_layers import (
-    FactorizedConv2d,
-    FactorizedLinear,
-    max_useful_rank,
-    svd_factors,
-)
+from composer.algorithms.factorize.factorize import Factorize, FactorizeHparams, apply_factorization
+from composer.algorithms.factorize.factorized_layers import FactorizedConv2d, FactorizedLinear
+from composer.algorithms.factorize.latent_sizes import latent_size, max_useful_rank
+from composer.algorithms.factorize.low_rank import LowRankSolution, factorize_conv2d, factorize_matrix, svd_factors
 
 __all__ = [
     "Factorize",
     "FactorizeHparams",
     "FactorizedConv2d",
     "FactorizedLinear",
+    "LowRankSolution",
     "apply_factorization",
+    "factorize_conv2d",
+    "factorize_matrix",
     "latent_size",
     "max_useful_rank",
     "svd_factors",

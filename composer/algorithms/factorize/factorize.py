@@ -12,13 +12,13 @@ weights by truncated SVD, so the model computes the best rank-``latent`` approxi
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 
 import torch
 from torch import nn
 
-from composer.algorithms.factorize.factorized_layers import FactorizedConv2d, FactorizedLinear, max_useful_rank
+from composer.algorithms.factorize.factorized_layers import FactorizedConv2d, FactorizedLinear
+from composer.algorithms.factorize.latent_sizes import check_latent, latent_size, max_useful_rank
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
 from composer.core.hparams import Hparams, hparams
@@ -26,47 +26,23 @@ from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.utils.module_surgery import ReplacementPolicy, replace_module_classes
 
-__all__ = ["Factorize", "FactorizeHparams", "apply_factorization", "latent_size"]
+__all__ = [
+    "LOG_NUM_CONV2D_REPLACEMENTS_KEY",
+    "LOG_NUM_LINEAR_REPLACEMENTS_KEY",
+    "Factorize",
+    "FactorizeHparams",
+    "apply_factorization",
+]
 
-
-def _check_latent(name: str, value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(
-            f"{name}={value!r} must be positive: a fraction of min(in, out) in (0, 1), such as 0.25, or an "
-            "absolute size, a whole number of at least 1, such as 64."
-        )
-    if value >= 1 and value != int(value):
-        raise ValueError(
-            f"{name}={value!r} is neither a fraction in (0, 1) nor a whole number: pass a fraction of min(in, out) "
-            f"such as 0.25, or an absolute size such as {int(value)}."
-        )
+LOG_NUM_CONV2D_REPLACEMENTS_KEY = "factorize/num_conv2d_replacements"
+"""The key under which :class:`Factorize` logs how many factorized convolutions the model has."""
+LOG_NUM_LINEAR_REPLACEMENTS_KEY = "factorize/num_linear_replacements"
+"""The key under which :class:`Factorize` logs how many factorized linear layers the model has."""
 
 
 def _check_min(name: str, value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name}={value!r} must be an int of at least 1, such as 256.")
-
-
-def latent_size(latent: float, in_size: int, out_size: int) -> int:
-    """The latent size a factorization uses: a fraction of ``min(in_size, out_size)``, or an absolute size.
-
-    Args:
-        latent: Below 1, a fraction: ``max(1, int(latent * min(in_size, out_size)))``; from 1 up, the size itself
-            (a whole number).
-        in_size: Input channels or features of the layer.
-        out_size: Output channels or features of the layer.
-
-    Returns:
-        int: The latent size.
-
-    Example:
-        >>> latent_size(0.25, 512, 256), latent_size(128, 512, 256), latent_size(0.001, 64, 64)
-        (64, 128, 1)
-    """
-    _check_latent("latent", latent)
-    if latent < 1:
-        return max(1, int(latent * min(in_size, out_size)))
-    return int(latent)
 
 
 def apply_factorization(
@@ -117,8 +93,8 @@ def apply_factorization(
     """
     _check_min("min_channels", min_channels)
     _check_min("min_features", min_features)
-    _check_latent("latent_channels", latent_channels)
-    _check_latent("latent_features", latent_features)
+    check_latent("latent_channels", latent_channels)
+    check_latent("latent_features", latent_features)
     inside = {
         id(child)
         for module in model.modules()
@@ -161,8 +137,9 @@ class Factorize(Algorithm):
     """Factorizes a model's large ``Conv2d`` and ``Linear`` layers into low-rank pairs, to save compute.
 
     Calls :func:`apply_factorization` at ``Event.INIT``, before the Trainer builds (or updates) the optimizer, so
-    the new layers are trained. Logs ``factorize/num_conv2d_replacements`` and
-    ``factorize/num_linear_replacements`` (the factorized layers the model has).
+    the new layers are trained. Logs ``factorize/num_conv2d_replacements`` when it factorizes convolutions and
+    ``factorize/num_linear_replacements`` when it factorizes linear layers (the factorized layers the model has),
+    one record each.
 
     Args:
         factorize_convs: Whether to factorize ``Conv2d`` layers.
@@ -197,8 +174,8 @@ class Factorize(Algorithm):
     ) -> None:
         _check_min("min_channels", min_channels)
         _check_min("min_features", min_features)
-        _check_latent("latent_channels", latent_channels)
-        _check_latent("latent_features", latent_features)
+        check_latent("latent_channels", latent_channels)
+        check_latent("latent_features", latent_features)
         self.factorize_convs = factorize_convs
         self.factorize_linears = factorize_linears
         self.min_channels = min_channels
@@ -221,16 +198,13 @@ class Factorize(Algorithm):
             min_features=self.min_features,
             latent_features=self.latent_features,
         )
-        logger.metric_fit(
-            {
-                "factorize/num_conv2d_replacements": sum(
-                    isinstance(m, FactorizedConv2d) for m in state.model.modules()
-                ),
-                "factorize/num_linear_replacements": sum(
-                    isinstance(m, FactorizedLinear) for m in state.model.modules()
-                ),
-            }
-        )
+        # One record per kind factorized, as the original logged them.
+        if self.factorize_convs:
+            count = sum(isinstance(m, FactorizedConv2d) for m in state.model.modules())
+            logger.metric_fit({LOG_NUM_CONV2D_REPLACEMENTS_KEY: count})
+        if self.factorize_linears:
+            count = sum(isinstance(m, FactorizedLinear) for m in state.model.modules())
+            logger.metric_fit({LOG_NUM_LINEAR_REPLACEMENTS_KEY: count})
 
 
 @hparams
@@ -254,8 +228,8 @@ class FactorizeHparams(Hparams):
         """Checks that the minimum sizes are at least 1 and the latent sizes fractions or whole numbers."""
         _check_min("min_channels", self.min_channels)
         _check_min("min_features", self.min_features)
-        _check_latent("latent_channels", self.latent_channels)
-        _check_latent("latent_features", self.latent_features)
+        check_latent("latent_channels", self.latent_channels)
+        check_latent("latent_features", self.latent_features)
 
     def initialize_object(self) -> Factorize:
         """Builds the :class:`Factorize` algorithm."""

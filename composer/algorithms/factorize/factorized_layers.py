@@ -2,117 +2,155 @@
 
 A layer whose weight, seen as a matrix ``W`` of shape ``(out, fan_in)``, is replaced by ``W ~ B @ A`` with ``A`` of
 shape ``(latent, fan_in)`` and ``B`` of shape ``(out, latent)`` costs ``latent * (fan_in + out)`` multiply-adds per
-output position instead of ``fan_in * out``. :func:`svd_factors` gives the best such pair in the Frobenius and
-spectral norms (Eckart-Young): ``B @ A`` is the truncated singular value decomposition of ``W``, so a factorized
-layer built from an existing one starts as close to it as its rank allows, and reproduces it exactly at full rank.
+output position instead of ``fan_in * out``. :func:`~composer.algorithms.factorize.low_rank.svd_factors` gives the
+best such pair in the Frobenius and spectral norms (Eckart-Young): ``B @ A`` is the truncated singular value
+decomposition of ``W``, so a factorized layer built from an existing one starts as close to it as its rank allows,
+and reproduces it exactly at full rank. ``set_rank`` lowers the rank later, refitting to sample inputs
+(:mod:`~composer.algorithms.factorize.low_rank`).
 """
 
 from __future__ import annotations
 
-import math
+from typing import Any
 
 import torch
 from torch import nn
 
-__all__ = ["FactorizedConv2d", "FactorizedLinear", "max_useful_rank", "svd_factors"]
+from composer.algorithms.factorize.latent_sizes import check_size, checked_latent
+from composer.algorithms.factorize.low_rank import LowRankSolution, factorize_conv2d, factorize_matrix, svd_factors
+
+__all__ = ["FactorizedConv2d", "FactorizedLinear"]
 
 
-def _check_size(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}={value!r} must be an int of at least 1.")
+def _check_new_rank(rank: int, current: int) -> None:
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
+        raise ValueError(f"rank={rank!r} must be an int of at least 1.")
+    if rank > current:
+        raise ValueError(
+            f"rank={rank} exceeds the current latent size {current}; set_rank only lowers it. To go higher, factorize "
+            "the original layer again (from_linear / from_conv2d)."
+        )
 
 
-def max_useful_rank(fan_in: int, out: int) -> int:
-    """The largest rank at which a factorization has fewer weights (and multiply-adds) than the dense layer.
+class _Factorized(nn.Module):
+    """What both factorized layers share: ``module1(module0(x))``, installing factors, and lowering the rank."""
 
-    A factorization of rank ``r`` has ``r * (fan_in + out)`` weights against ``fan_in * out``, so it is smaller
-    exactly when ``r < fan_in * out / (fan_in + out)`` (the break-even rank).
+    module0: nn.Linear | nn.Conv2d
+    module1: nn.Linear | nn.Conv2d
 
-    Args:
-        fan_in: Inputs per output (``in_features``, or ``in_channels * kh * kw`` for a convolution).
-        out: Outputs (``out_features`` or ``out_channels``).
+    def _build(self, latent: int, bias: bool, like: torch.Tensor | None = None) -> None:
+        raise NotImplementedError
 
-    Returns:
-        int: ``ceil(fan_in * out / (fan_in + out)) - 1``, the largest integer strictly below the break-even rank.
+    def _latent(self) -> int:
+        raise NotImplementedError
 
-    Example:
-        >>> max_useful_rank(512, 512), max_useful_rank(64 * 9, 64)
-        (255, 57)
-    """
-    _check_size("fan_in", fan_in)
-    _check_size("out", out)
-    return math.ceil(fan_in * out / (fan_in + out)) - 1
+    def _weights(self, solution: LowRankSolution) -> tuple[torch.Tensor, torch.Tensor]:
+        raise NotImplementedError
+
+    def solution_for_rank(self, input: torch.Tensor, rank: int) -> LowRankSolution:
+        raise NotImplementedError
+
+    def _install(self, first: torch.Tensor, second: torch.Tensor, bias: torch.Tensor | None, has_bias: bool) -> None:
+        """Rebuilds both modules at latent size ``first.shape[0]`` holding ``first`` and ``second`` (module weights)."""
+        self._build(first.shape[0], has_bias, like=first)
+        with torch.no_grad():
+            self.module0.weight.copy_(first)
+            self.module1.weight.copy_(second)
+            if has_bias and bias is not None and self.module1.bias is not None:
+                self.module1.bias.copy_(bias)
+
+    def apply_solution(self, solution: LowRankSolution) -> None:
+        """Replaces ``module0`` and ``module1`` by modules of the solution's latent size holding its factors.
+
+        The new parameters are new objects: an optimizer built before must be given them (see
+        :func:`~composer.utils.update_optimizer_params`).
+
+        Args:
+            solution: A factorized solution (``Wb`` not None) for this layer's sizes, from :meth:`solution_for_rank`.
+        """
+        if solution.Wa is None or solution.Wb is None:
+            raise ValueError(
+                "The solution is not factorized (Wb is None): at that rank the dense layer is as small, so keep (or "
+                "rebuild) a plain layer instead."
+            )
+        first, second = self._weights(solution)
+        dtype, device = self.module0.weight.dtype, self.module0.weight.device
+        self._install(first.to(device, dtype), second.to(device, dtype), solution.bias, self.module1.bias is not None)
+
+    def set_rank(self, input: torch.Tensor, rank: int) -> None:
+        """Lowers the latent size to ``rank``, refitting the factors to keep the outputs on ``input`` (original API).
+
+        Args:
+            input: Sample inputs the layer takes.
+            rank: The new latent size, at most the current one (equal: nothing changes).
+
+        Raises:
+            ValueError: If ``rank`` is above the current latent size, or below 1.
+        """
+        _check_new_rank(rank, self._latent())
+        if rank < self._latent():
+            self.apply_solution(self.solution_for_rank(input, rank))
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        """The layer's input through ``module0`` (to the latent size) and then ``module1``."""
+        out: torch.Tensor = self.module1(self.module0(input))
+        return out
 
 
-def svd_factors(weight: torch.Tensor, rank: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The best rank-``rank`` factorization ``weight ~ second @ first`` of a matrix, by truncated SVD.
+class FactorizedLinear(_Factorized):
+    """A ``Linear`` layer factorized through ``latent_features``: ``module1(module0(x))``.
 
-    With ``weight = U diag(s) V^T``, returns ``first = diag(sqrt(s_r)) V_r^T`` and ``second = U_r diag(sqrt(s_r))``
-    (the singular values split evenly, so both factors have the same scale). The error
-    ``||weight - second @ first||_F`` is ``sqrt(sum of s_i^2 for i > rank)``, the least any rank-``rank`` matrix
-    achieves (Eckart-Young). The SVD runs in float64 on the weight's device; the factors have the weight's dtype.
-
-    Args:
-        weight: A matrix ``(out, fan_in)``.
-        rank: The rank, from 1 to ``min(out, fan_in)``.
-
-    Returns:
-        tuple[Tensor, Tensor]: ``(first, second)`` of shapes ``(rank, fan_in)`` and ``(out, rank)``.
-
-    Example:
-        >>> w = torch.tensor([[3.0, 0.0], [0.0, 1.0]])
-        >>> first, second = svd_factors(w, rank=1)
-        >>> second @ first
-        tensor([[3., 0.],
-                [0., 0.]])
-    """
-    if weight.ndim != 2:
-        raise ValueError(f"svd_factors needs a matrix (out, fan_in), got a tensor of shape {tuple(weight.shape)}.")
-    full = min(weight.shape)
-    if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= full:
-        raise ValueError(f"rank={rank!r} must be an int from 1 to min(out, fan_in) = {full} for this weight.")
-    u, s, vh = torch.linalg.svd(weight.detach().to(torch.float64), full_matrices=False)
-    root = s[:rank].sqrt()
-    first = root[:, None] * vh[:rank]  # (rank, fan_in)
-    second = u[:, :rank] * root[None, :]  # (out, rank)
-    return first.to(weight.dtype), second.to(weight.dtype)
-
-
-class FactorizedLinear(nn.Module):
-    """A ``Linear`` layer factorized through ``latent_features``: ``linear1(linear0(x))``.
-
-    ``linear0`` maps ``in_features -> latent_features`` without bias; ``linear1`` maps
-    ``latent_features -> out_features`` with the bias, if any. Parameters:
-    ``latent * (in + out) (+ out for the bias)``, against ``in * out (+ out)`` for the dense layer.
-    :meth:`from_linear` builds one from an existing layer, initialised by truncated SVD (see :func:`svd_factors`).
+    ``module0`` maps ``in_features -> latent_features`` without bias; ``module1`` maps
+    ``latent_features -> out_features`` with the bias, if any (also reachable as ``linear0`` and ``linear1``).
+    Parameters: ``latent * (in + out) (+ out for the bias)``, against ``in * out (+ out)`` for the dense layer.
+    The constructor takes the original Composer's arguments, and refuses a latent size at which the factorization is
+    not smaller than the dense layer (above :func:`max_useful_rank`). :meth:`from_linear` builds one from an existing
+    layer, initialised by truncated SVD (see :func:`svd_factors`), at any rank up to full; :meth:`set_rank` lowers
+    the rank, refitting to sample inputs.
 
     Args:
         in_features: Size of each input sample.
         out_features: Size of each output sample.
-        latent_features: Width of the bottleneck, the rank of the factorization.
-        bias: Whether the layer adds a learned bias (held by ``linear1``).
+        bias: Whether the layer adds a learned bias (held by ``module1``).
+        latent_features: Width of the bottleneck: a fraction of ``min(in_features, out_features)`` if below 1, else
+            the size itself.
 
     Example:
         >>> dense = torch.nn.Linear(16, 8)
         >>> layer = FactorizedLinear.from_linear(dense, latent_features=8)  # full rank: the same map
         >>> x = torch.randn(4, 16)
-        >>> torch.allclose(layer(x), dense(x), atol=1e-5), layer.linear0.weight.shape, layer.linear1.weight.shape
+        >>> torch.allclose(layer(x), dense(x), atol=1e-5), layer.module0.weight.shape, layer.module1.weight.shape
         (True, torch.Size([8, 16]), torch.Size([8, 8]))
+        >>> FactorizedLinear(36, 40, latent_features=0.25).latent_features  # 0.25 * min(36, 40)
+        9
     """
 
-    def __init__(self, in_features: int, out_features: int, latent_features: int, bias: bool = True) -> None:
+    module0: nn.Linear
+    module1: nn.Linear
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, latent_features: float = 0.25) -> None:
         super().__init__()
-        for name, value in (
-            ("in_features", in_features),
-            ("out_features", out_features),
-            ("latent_features", latent_features),
-        ):
-            _check_size(name, value)
+        check_size("in_features", in_features)
+        check_size("out_features", out_features)
         self.in_features = in_features
         self.out_features = out_features
-        self.latent_features = latent_features
-        self.linear0 = nn.Linear(in_features, latent_features, bias=False)
-        self.linear1 = nn.Linear(latent_features, out_features, bias=bias)
+        self._build(checked_latent("latent_features", latent_features, in_features, out_features, in_features), bias)
+
+    def _build(self, latent: int, bias: bool, like: torch.Tensor | None = None) -> None:
+        kwargs: dict[str, Any] = {} if like is None else {"device": like.device, "dtype": like.dtype}
+        self.latent_features = latent
+        self.module0 = nn.Linear(self.in_features, latent, bias=False, **kwargs)
+        self.module1 = nn.Linear(latent, self.out_features, bias=bias, **kwargs)
+
+    @property
+    def linear0(self) -> nn.Linear:
+        """``module0``, by this library's earlier name."""
+        return self.module0
+
+    @property
+    def linear1(self) -> nn.Linear:
+        """``module1``, by this library's earlier name."""
+        return self.module1
 
     @classmethod
     def from_linear(cls, linear: nn.Linear, latent_features: int) -> FactorizedLinear:
@@ -128,19 +166,42 @@ class FactorizedLinear(nn.Module):
             FactorizedLinear: The factorized layer.
         """
         first, second = svd_factors(linear.weight, latent_features)
-        layer = cls(linear.in_features, linear.out_features, latent_features, bias=linear.bias is not None)
-        layer.to(device=linear.weight.device, dtype=linear.weight.dtype)
-        with torch.no_grad():
-            layer.linear0.weight.copy_(first)
-            layer.linear1.weight.copy_(second)
-            if linear.bias is not None and layer.linear1.bias is not None:
-                layer.linear1.bias.copy_(linear.bias)
+        layer = cls.__new__(cls)  # the constructor's size rule is for new layers; any rank approximates this one
+        nn.Module.__init__(layer)
+        layer.in_features, layer.out_features = linear.in_features, linear.out_features
+        layer._install(first, second, linear.bias, linear.bias is not None)
         return layer
 
-    def forward(self, input: torch.Tensor) -> torch.Tensor:
-        """``(..., in_features) -> (..., out_features)`` through the ``latent_features`` bottleneck."""
-        out: torch.Tensor = self.linear1(self.linear0(input))
-        return out
+    def _latent(self) -> int:
+        return self.latent_features
+
+    def _weights(self, solution: LowRankSolution) -> tuple[torch.Tensor, torch.Tensor]:
+        assert solution.Wa is not None and solution.Wb is not None
+        return solution.Wa.T, solution.Wb.T  # (rank, in) and (out, rank), as Linear weights
+
+    def solution_for_rank(self, input: torch.Tensor, rank: int) -> LowRankSolution:
+        """The best factorization at latent size ``rank`` of what this layer computes on ``input`` (not applied).
+
+        Args:
+            input: Sample inputs ``(..., in_features)``.
+            rank: The latent size.
+
+        Returns:
+            LowRankSolution: See :func:`factorize_matrix`; :meth:`apply_solution` installs it.
+        """
+        x = input.detach().reshape(-1, self.in_features).to(self.module0.weight.dtype)
+        with torch.no_grad():
+            target = self(x)
+        has_bias = self.module1.bias is not None
+        return factorize_matrix(
+            x,
+            target,
+            self.module0.weight.T,
+            self.module1.weight.T,
+            bias=self.module1.bias,
+            rank=rank,
+            fit_bias=has_bias,
+        )
 
     def extra_repr(self) -> str:
         return (
@@ -148,41 +209,47 @@ class FactorizedLinear(nn.Module):
         )
 
 
-class FactorizedConv2d(nn.Module):
+class FactorizedConv2d(_Factorized):
     """A ``Conv2d`` factorized through ``latent_channels``: a ``k x k`` convolution to ``latent_channels``, then 1x1.
 
-    ``conv0`` is a convolution ``in_channels -> latent_channels`` with the original kernel size, stride, padding,
-    dilation and padding mode, and no bias; ``conv1`` a 1x1 convolution ``latent_channels -> out_channels`` with the
-    bias, if any. Seen as matrices over the ``in_channels * kh * kw`` values of each input patch, this is the
-    product of two matrices of rank ``latent_channels`` (the scheme of the original Composer release). Parameters:
-    ``latent * (in * kh * kw + out) (+ out)``, against ``in * kh * kw * out (+ out)``. :meth:`from_conv2d` builds one
-    from an existing convolution, initialised by truncated SVD (see :func:`svd_factors`). Grouped convolutions are
-    not supported.
+    ``module0`` is a convolution ``in_channels -> latent_channels`` with the original kernel size, stride, padding,
+    dilation and padding mode, and no bias; ``module1`` a 1x1 convolution ``latent_channels -> out_channels`` with
+    the bias, if any (also reachable as ``conv0`` and ``conv1``). Seen as matrices over the ``in_channels * kh * kw``
+    values of each input patch, this is the product of two matrices of rank ``latent_channels`` (the scheme of the
+    original Composer release). Parameters: ``latent * (in * kh * kw + out) (+ out)``, against
+    ``in * kh * kw * out (+ out)``. The constructor takes the original Composer's arguments, and refuses a latent
+    size at which the factorization is not smaller than the convolution; :meth:`from_conv2d` builds one from an
+    existing convolution, initialised by truncated SVD (see :func:`svd_factors`), at any rank up to full;
+    :meth:`set_rank` lowers the rank, refitting to sample inputs. Grouped convolutions are not supported.
 
     Args:
         in_channels: Channels of the input.
         out_channels: Channels of the output.
-        kernel_size: Size of the ``k x k`` (or ``kh x kw``) kernel of ``conv0``.
-        latent_channels: Channels between the two convolutions, the rank of the factorization.
-        stride: Stride of ``conv0``.
-        padding: Padding of ``conv0`` (as ``nn.Conv2d`` takes it, ``'same'`` included).
-        dilation: Dilation of ``conv0``.
-        bias: Whether the layer adds a learned bias (held by ``conv1``).
-        padding_mode: Padding mode of ``conv0``.
+        kernel_size: Size of the ``k x k`` (or ``kh x kw``) kernel of ``module0``.
+        latent_channels: Channels between the two convolutions: a fraction of ``min(in_channels, out_channels)`` if
+            below 1, else the number itself.
+        stride: Stride of ``module0``.
+        padding: Padding of ``module0`` (as ``nn.Conv2d`` takes it, ``'same'`` included).
+        dilation: Dilation of ``module0``.
+        bias: Whether the layer adds a learned bias (held by ``module1``).
+        padding_mode: Padding mode of ``module0``.
 
     Example:
         >>> conv = torch.nn.Conv2d(8, 16, 3, padding=1)
         >>> layer = FactorizedConv2d.from_conv2d(conv, latent_channels=4)
-        >>> layer(torch.randn(2, 8, 10, 10)).shape, layer.conv0.weight.shape, layer.conv1.weight.shape
+        >>> layer(torch.randn(2, 8, 10, 10)).shape, layer.module0.weight.shape, layer.module1.weight.shape
         (torch.Size([2, 16, 10, 10]), torch.Size([4, 8, 3, 3]), torch.Size([16, 4, 1, 1]))
     """
+
+    module0: nn.Conv2d
+    module1: nn.Conv2d
 
     def __init__(
         self,
         in_channels: int,
         out_channels: int,
         kernel_size: int | tuple[int, int],
-        latent_channels: int,
+        latent_channels: float = 0.25,
         stride: int | tuple[int, int] = 1,
         padding: int | tuple[int, int] | str = 0,
         dilation: int | tuple[int, int] = 1,
@@ -190,26 +257,38 @@ class FactorizedConv2d(nn.Module):
         padding_mode: str = "zeros",
     ) -> None:
         super().__init__()
-        for name, value in (
-            ("in_channels", in_channels),
-            ("out_channels", out_channels),
-            ("latent_channels", latent_channels),
-        ):
-            _check_size(name, value)
+        check_size("in_channels", in_channels)
+        check_size("out_channels", out_channels)
         self.in_channels = in_channels
         self.out_channels = out_channels
-        self.latent_channels = latent_channels
-        self.conv0 = nn.Conv2d(
-            in_channels,
-            latent_channels,
-            kernel_size,
-            stride=stride,
-            padding=padding,
-            dilation=dilation,
-            bias=False,
-            padding_mode=padding_mode,  # type: ignore[arg-type]  # nn.Conv2d checks the value
+        self.kernel_size: tuple[int, int] = (
+            (kernel_size, kernel_size) if isinstance(kernel_size, int) else (kernel_size[0], kernel_size[1])
         )
-        self.conv1 = nn.Conv2d(latent_channels, out_channels, kernel_size=1, bias=bias)
+        self._geometry: dict[str, Any] = {
+            "stride": stride,
+            "padding": padding,
+            "dilation": dilation,
+            "padding_mode": padding_mode,
+        }
+        fan_in = in_channels * self.kernel_size[0] * self.kernel_size[1]
+        self._build(checked_latent("latent_channels", latent_channels, in_channels, out_channels, fan_in), bias)
+
+    def _build(self, latent: int, bias: bool, like: torch.Tensor | None = None) -> None:
+        kwargs: dict[str, Any] = {} if like is None else {"device": like.device, "dtype": like.dtype}
+        self.latent_channels = latent
+        # nn.Conv2d checks the geometry (stride, padding, dilation, padding mode).
+        self.module0 = nn.Conv2d(self.in_channels, latent, self.kernel_size, bias=False, **self._geometry, **kwargs)
+        self.module1 = nn.Conv2d(latent, self.out_channels, kernel_size=1, bias=bias, **kwargs)
+
+    @property
+    def conv0(self) -> nn.Conv2d:
+        """``module0``, by this library's earlier name."""
+        return self.module0
+
+    @property
+    def conv1(self) -> nn.Conv2d:
+        """``module1``, by this library's earlier name."""
+        return self.module1
 
     @classmethod
     def from_conv2d(cls, conv: nn.Conv2d, latent_channels: int) -> FactorizedConv2d:
@@ -231,29 +310,48 @@ class FactorizedConv2d(nn.Module):
             )
         out_channels, in_channels, kh, kw = conv.weight.shape
         first, second = svd_factors(conv.weight.reshape(out_channels, in_channels * kh * kw), latent_channels)
-        layer = cls(
-            in_channels,
-            out_channels,
-            (kh, kw),
-            latent_channels,
-            stride=conv.stride,  # type: ignore[arg-type]  # a 2-tuple for Conv2d
-            padding=conv.padding,  # type: ignore[arg-type]
-            dilation=conv.dilation,  # type: ignore[arg-type]
-            bias=conv.bias is not None,
-            padding_mode=conv.padding_mode,
-        )
-        layer.to(device=conv.weight.device, dtype=conv.weight.dtype)
-        with torch.no_grad():
-            layer.conv0.weight.copy_(first.reshape(latent_channels, in_channels, kh, kw))
-            layer.conv1.weight.copy_(second.reshape(out_channels, latent_channels, 1, 1))
-            if conv.bias is not None and layer.conv1.bias is not None:
-                layer.conv1.bias.copy_(conv.bias)
+        layer = cls.__new__(cls)  # the constructor's size rule is for new layers; any rank approximates this one
+        nn.Module.__init__(layer)
+        layer.in_channels, layer.out_channels, layer.kernel_size = in_channels, out_channels, (kh, kw)
+        layer._geometry = {
+            "stride": conv.stride,
+            "padding": conv.padding,
+            "dilation": conv.dilation,
+            "padding_mode": conv.padding_mode,
+        }
+        first = first.reshape(latent_channels, in_channels, kh, kw)
+        layer._install(first, second.reshape(out_channels, latent_channels, 1, 1), conv.bias, conv.bias is not None)
         return layer
 
-    def forward(self, input: torch.Tensor) -> torch.Tensor:
-        """``(N, in_channels, H, W) -> (N, out_channels, H', W')``, ``H', W'`` as the original convolution's."""
-        out: torch.Tensor = self.conv1(self.conv0(input))
-        return out
+    def _latent(self) -> int:
+        return self.latent_channels
+
+    def _weights(self, solution: LowRankSolution) -> tuple[torch.Tensor, torch.Tensor]:
+        assert solution.Wa is not None and solution.Wb is not None
+        return solution.Wa, solution.Wb  # already convolution weights
+
+    def solution_for_rank(self, input: torch.Tensor, rank: int) -> LowRankSolution:
+        """The best factorization at ``rank`` latent channels of what this layer computes on ``input`` (not applied).
+
+        Args:
+            input: Sample inputs ``(N, in_channels, H, W)``.
+            rank: The latent channels.
+
+        Returns:
+            LowRankSolution: See :func:`factorize_conv2d`; :meth:`apply_solution` installs it.
+        """
+        conv = self.module0
+        return factorize_conv2d(
+            input.to(conv.weight.dtype),
+            conv.weight,
+            self.module1.weight,
+            rank=rank,
+            biasB=self.module1.bias,
+            padding=conv.padding,  # type: ignore[arg-type]  # a pair or a string for Conv2d
+            dilation=conv.dilation,  # type: ignore[arg-type]
+            padding_mode=conv.padding_mode,
+            fit_bias=self.module1.bias is not None,
+        )
 
     def extra_repr(self) -> str:
         return (
