@@ -29,6 +29,12 @@ def _convert(args: argparse.Namespace) -> int:
         source = parse_location(args.src, "SRC")
     except ValueError as error:
         raise ConfigError("checkpoint convert SRC", str(error)) from None
+    if Path(args.dst).is_dir():
+        example = Path(args.dst) / f"{Path(str(args.src).rstrip('/')).name}.pt"
+        raise ConfigError(
+            "checkpoint convert DST",
+            f"{args.dst} is an existing folder; DST is the checkpoint file to write, e.g. {example}.",
+        )
     try:
         if isinstance(source, ObjectStoreURL):
             with tempfile.TemporaryDirectory(prefix="composer-convert-") as scratch:
@@ -37,6 +43,8 @@ def _convert(args: argparse.Namespace) -> int:
             written = convert_sharded_to_full(source, args.dst)
     except CheckpointError as error:
         raise ConfigError("checkpoint convert SRC", str(error)) from None
+    except OSError as error:  # reading SRC or writing DST: the message names the file
+        raise ConfigError("checkpoint convert", f"{type(error).__name__}: {error}") from None
     print(f"wrote {written}")
     return 0
 

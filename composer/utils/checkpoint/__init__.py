@@ -21,7 +21,11 @@ The package, one concept per module:
 * :mod:`~composer.utils.checkpoint.loading`: :func:`restore_checkpoint` and :func:`load_model_state`;
 * :mod:`~composer.utils.checkpoint.full_state`: a model sharded with FSDP gathered whole, and cut back into shards;
 * :mod:`~composer.utils.checkpoint.sharded`: sharded checkpoints, a folder into which every FSDP rank writes its
-  own shards with ``torch.distributed.checkpoint``, and :func:`convert_sharded_to_full`.
+  own shards with ``torch.distributed.checkpoint``, and :func:`convert_sharded_to_full`;
+* :mod:`~composer.utils.checkpoint.sharded_index`: a sharded checkpoint's index read without running code and checked
+  against its ``composer.pt`` (no bytes items, the recorded shapes and dtypes, files listed and inside the folder);
+* :mod:`~composer.utils.checkpoint.sharded_reader`: the tensors loaded through that checked index;
+* :mod:`~composer.utils.checkpoint.entry_paths`: a name read from a checkpoint or a store, as a path inside its folder.
 """
 
 from composer.utils.checkpoint.loading import load_checkpoint, load_model_state, restore_checkpoint

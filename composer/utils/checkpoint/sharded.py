@@ -13,7 +13,10 @@ always complete; a crash leaves the temporary folder, which nothing reads and th
 
 Loading (into a model sharded with FSDP on any number of ranks: DCP reshards) reads each rank's part of every
 tensor. :func:`convert_sharded_to_full` turns the folder into one ordinary checkpoint file (in one process, without
-a process group), which loads into an unsharded run.
+a process group), which loads into an unsharded run. A crafted folder cannot run code nor make loading read a file
+outside it: the names ``composer.pt`` lists and DCP's index are checked against ``composer.pt`` before any tensor is
+read (:mod:`~composer.utils.checkpoint.sharded_index`), and the tensors are read through that checked index
+(:mod:`~composer.utils.checkpoint.sharded_reader`).
 
 Optimizer states are stored numbered by parameter, as ``optimizer.state_dict()`` numbers them (the same layout as a
 full checkpoint's), so a run resumes them when its optimizers are built over the parameters in the same order.
@@ -24,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import pickle
 import re
 import shutil
 import warnings
@@ -36,6 +38,7 @@ import torch
 
 from composer.core.state import State, _bare_model_state
 from composer.utils import dist
+from composer.utils.checkpoint.entry_paths import entry_path
 from composer.utils.checkpoint.full_state import is_sharded
 from composer.utils.checkpoint.local_io import (
     FORMAT_VERSION,
@@ -53,6 +56,7 @@ from composer.utils.checkpoint.saving import (
     _gather_rank_states,
     _info,
 )
+from composer.utils.checkpoint.sharded_index import DCP_INDEX, check_layout, read_index
 
 __all__ = [
     "DCP_INDEX",
@@ -68,7 +72,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 STATE_FILE = "composer.pt"  # composer's own state beside DCP's files; written last, so it marks a finished folder
-DCP_INDEX = ".metadata"  # DCP's index of every tensor's shards, written by rank 0
 
 
 def is_sharded_checkpoint(path: str | os.PathLike[str]) -> bool:
@@ -272,7 +275,9 @@ def read_sharded_checkpoint(path: str | os.PathLike[str], *, verify: bool = True
 
     Raises:
         CheckpointError: If the folder is incomplete (no ``composer.pt``), a shard file is missing or fails its
-            checksum, or ``composer.pt`` itself is damaged.
+            checksum, ``composer.pt`` itself is damaged, or the folder declares anything ``composer.pt`` does not
+            record (a name outside the folder, a bytes item, another shape or dtype: see
+            :func:`~composer.utils.checkpoint.sharded_index.read_index`); the message names the offending entry.
     """
     path = Path(path)
     state_file = path / STATE_FILE
@@ -282,12 +287,17 @@ def read_sharded_checkpoint(path: str | os.PathLike[str], *, verify: bool = True
             "has written its shards. Use an older checkpoint (autoresume falls back to one by itself).",
             reason=f"an incomplete sharded checkpoint (no {STATE_FILE})",
         )
-    payload = read_checkpoint(state_file, verify=verify)
-    if not payload["metadata"].get("sharded") or "files" not in payload:
+    payload = read_checkpoint(entry_path(path, STATE_FILE, source=f"the sharded checkpoint {path}"), verify=verify)
+    if (
+        not isinstance(payload.get("metadata"), dict)
+        or not payload["metadata"].get("sharded")
+        or "files" not in payload
+    ):
         raise CheckpointError(
             f"{state_file} is not the state file of a sharded checkpoint; pass the checkpoint file itself as the path.",
             reason="not a sharded checkpoint's state file",
         )
+    check_layout(payload, path)  # every listed name a plain file name in the folder, before any file is read
     for name, expected in payload["files"].items():
         shard = path / name
         if not shard.is_file():
@@ -302,6 +312,7 @@ def read_sharded_checkpoint(path: str | os.PathLike[str], *, verify: bool = True
                 "one by itself), or copy the whole folder again.",
                 reason=f"shard file {name} failed its checksum",
             )
+    read_index(path, payload)  # refused now (autoresume passes over it) rather than when the tensors are loaded
     return payload
 
 
@@ -321,12 +332,12 @@ def load_sharded_checkpoint(
     :meth:`State.load_state_dict` (the optimizers' states complete, with this rank's shards).
 
     Raises:
-        CheckpointError: If the model is not sharded with FSDP (the message says how to convert the checkpoint).
+        CheckpointError: If the model is not sharded with FSDP (the message says how to convert the checkpoint), or
+            the folder does not hold what ``composer.pt`` records (see :func:`read_sharded_checkpoint`).
         ValueError: If the model's keys or shapes do not match the checkpoint's (``strict``; ``ignore_keys`` aside).
     """
-    from torch.distributed.checkpoint.state_dict_loader import load
-
     from composer.utils.checkpoint.loading import _check_keys
+    from composer.utils.checkpoint.sharded_reader import load_tensors
 
     path = Path(path)
     if not is_sharded(state.model):
@@ -361,7 +372,7 @@ def load_sharded_checkpoint(
                 _optimizer_targets(i, optimizer, saved, layout, targets)
                 for i, (optimizer, saved) in enumerate(zip(state.optimizers, saved_optimizers))
             ]
-    load(targets, storage_reader=_reader(path))
+    load_tensors(targets, path, checkpoint)
     # DCP loaded the weights into the model's own shards in place; loading them again keeps the model's hooks honest.
     state_of_model = {key: targets[f"model/{key}"] for key in wanted}
     state.model.load_state_dict(state_of_model, strict=False)
@@ -395,51 +406,6 @@ def _optimizer_targets(
     return {"state": per_param, "param_groups": saved["param_groups"]}
 
 
-def _reader(path: Path) -> Any:
-    """DCP's file reader, but reading DCP's index (``.metadata``, a pickle) with an unpickler that builds only
-    DCP's own record types (dataclasses and enums), torch sizes, dtypes and layouts, and paths: a crafted index cannot
-    run code. (The shards' tensors DCP reads with ``torch.load(weights_only=True)`` itself.)"""
-    from torch.distributed.checkpoint.filesystem import FileSystemReader
-    from torch.distributed.checkpoint.metadata import StorageMeta
-
-    class _Reader(FileSystemReader):
-        def read_metadata(self, *args: Any, **kwargs: Any) -> Any:
-            with open(Path(self._get_metadata_path(kwargs.get("rank"))), "rb") as f:
-                metadata = _IndexUnpickler(f).load()
-            if getattr(metadata, "storage_meta", None) is None:
-                metadata.storage_meta = StorageMeta()
-            metadata.storage_meta.load_id = self.load_id
-            return metadata
-
-    return _Reader(path)
-
-
-class _IndexUnpickler(pickle.Unpickler):
-    _MODULES = ("torch.distributed.checkpoint.metadata", "torch.distributed.checkpoint.filesystem")
-
-    def find_class(self, module: str, name: str) -> Any:
-        found = super().find_class(module, name) if module in (*self._MODULES, "torch", "pathlib") else None
-        allowed = (
-            (module in self._MODULES and isinstance(found, type) and _is_record(found))
-            or (module == "torch" and (found is torch.Size or isinstance(found, (torch.dtype, torch.layout))))
-            or (module == "pathlib" and name in ("PosixPath", "WindowsPath", "PurePosixPath", "PureWindowsPath"))
-            or (module, name) == ("torch.serialization", "_get_layout")
-        )
-        if not allowed:
-            raise pickle.UnpicklingError(
-                f"the checkpoint's index (.metadata) refers to {module}.{name}, which DCP's index never holds: it "
-                "was crafted or is not DCP's. Refusing to load it."
-            )
-        return found if found is not None else super().find_class(module, name)
-
-
-def _is_record(cls: type) -> bool:
-    import dataclasses
-    import enum
-
-    return dataclasses.is_dataclass(cls) or issubclass(cls, enum.Enum)
-
-
 # ---- converting --------------------------------------------------------------------------------------------------
 
 
@@ -458,11 +424,18 @@ def convert_sharded_to_full(src: str | os.PathLike[str], dst: str | os.PathLike[
         Path: ``dst``.
 
     Raises:
-        CheckpointError: If ``src`` is not a complete sharded checkpoint, or fails its checksums.
+        ValueError: If ``dst`` is an existing folder.
+        CheckpointError: If ``src`` is not a complete sharded checkpoint, fails its checksums, or declares anything
+            its ``composer.pt`` does not record (see :mod:`~composer.utils.checkpoint.sharded_index`).
     """
-    from torch.distributed.checkpoint.state_dict_loader import load
+    from composer.utils.checkpoint.sharded_reader import load_tensors
 
     src, dst = Path(src), Path(dst)
+    if dst.is_dir():
+        raise ValueError(
+            f"convert_sharded_to_full(dst={str(dst)!r}): dst is an existing folder; give the checkpoint file to write, "
+            f"e.g. {str(dst / (src.name + '.pt'))!r}."
+        )
     if not src.is_dir():
         raise CheckpointError(
             f"convert_sharded_to_full(src={str(src)!r}): src must be a sharded checkpoint's folder (such as "
@@ -475,7 +448,7 @@ def convert_sharded_to_full(src: str | os.PathLike[str], dst: str | os.PathLike[
     tensors = {name: torch.empty(shape, dtype=dtype) for name, (shape, dtype, _sharded) in layout.items()}
     with warnings.catch_warnings():  # DCP warns that there is no process group: that is the intent
         warnings.filterwarnings("ignore", "torch.distributed is disabled, unavailable or uninitialized")
-        load(tensors, storage_reader=_reader(src), no_dist=True)
+        load_tensors(tensors, src, checkpoint, no_dist=True)
     content = dict(checkpoint["state"])
     content["model"] = {name.split("/", 1)[1]: t for name, t in tensors.items() if name.startswith("model/")}
     if "optimizers" in content:

@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from composer.utils.checkpoint import CheckpointError, find_checkpoints, prune_checkpoints
+from composer.utils.checkpoint.entry_paths import entry_path
 from composer.utils.checkpoint.sharded import DCP_INDEX, STATE_FILE
+from composer.utils.checkpoint.sharded_index import check_layout
 from composer.utils.object_store.options import StorageOptions
 from composer.utils.object_store.s3 import ObjectInfo, S3ObjectStore
 from composer.utils.object_store.url import ObjectStoreURL
@@ -179,10 +181,12 @@ class RemoteCheckpointFolder:
         and checks its SHA-256 against the one uploaded with it.
 
         Raises:
-            CheckpointError: If the object has no checksum (partial, or not written by this library) or its bytes
-                do not match it; the message names the object.
+            CheckpointError: If ``name`` would land outside the local folder (an absolute name, a ``..`` component,
+                a symlink out), checked before anything is read or written; if the object has no checksum (partial,
+                or not written by this library) or its bytes do not match it. The message names the object.
             ObjectStoreError: If the store cannot be read (after retrying).
         """
+        local = entry_path(self.local_folder, name, source=f"the store folder {self.url}", nested=True)
         key = self.url.key(name)
         where = self.url.join(name)
         info = self.store.head(key)
@@ -195,7 +199,6 @@ class RemoteCheckpointFolder:
                 "library, so it is not used. Delete it, or use an older checkpoint (autoresume falls back by itself).",
                 reason=f"no {SHA256_METADATA_KEY} metadata (partial, or not uploaded by composer)",
             )
-        local = self.local_folder.joinpath(*name.split("/"))
         if local.is_file() and local.stat().st_size == info.size and file_sha256(local) == expected:
             log.info("%s is already here as %s.", where, local)
             return local
@@ -222,8 +225,9 @@ class RemoteCheckpointFolder:
         Returns ``composer.pt``'s payload (with ``'files'``: name -> SHA-256).
 
         Raises:
-            CheckpointError: If ``composer.pt`` is missing (an unfinished upload), damaged, or a listed file is
-                missing from the store or carries another checksum.
+            CheckpointError: If ``composer.pt`` is missing (an unfinished upload) or damaged, lists a name that is not
+                a plain file name inside the folder (checked before anything else is downloaded), or a listed file
+                is missing from the store or carries another checksum.
         """
         from composer.utils.checkpoint import read_checkpoint
 
@@ -239,6 +243,7 @@ class RemoteCheckpointFolder:
             payload = read_checkpoint(state_file)
             if "files" not in payload:
                 raise CheckpointError(f"{where}/{STATE_FILE} is not a sharded checkpoint's.", reason="not sharded")
+            check_layout(payload, state_file.parent)
             for file, digest in payload["files"].items():
                 info = self.store.head(self.url.key(f"{name}/{file}"))
                 if info is None or info.metadata.get(SHA256_METADATA_KEY) != digest:
@@ -254,7 +259,9 @@ class RemoteCheckpointFolder:
 
     def download_sharded(self, name: str) -> Path:
         """Downloads the sharded checkpoint ``name`` into the local folder (files already here whose bytes match are
-        kept), each file checked against its uploaded SHA-256 and the one ``composer.pt`` lists; returns its path.
+        kept), each file checked against its uploaded SHA-256 and the one ``composer.pt`` lists; returns its path. Only
+        the files ``composer.pt`` lists are downloaded, each a plain file name inside the folder (see
+        :meth:`check_sharded`).
 
         Raises:
             CheckpointError: If the checkpoint is incomplete or a file does not match.
