@@ -43,8 +43,12 @@ def _convert(args: argparse.Namespace) -> int:
             written = convert_sharded_to_full(source, args.dst)
     except CheckpointError as error:
         raise ConfigError("checkpoint convert SRC", str(error)) from None
-    except OSError as error:  # reading SRC or writing DST: the message names the file
-        raise ConfigError("checkpoint convert", f"{type(error).__name__}: {error}") from None
+    except OSError as error:  # reading SRC or writing DST: the error names the file
+        raise ConfigError(
+            "checkpoint convert",
+            f"converting {args.src} into {args.dst} failed ({type(error).__name__}: {error}); check that DST's folder "
+            "can be created and written, and SRC read.",
+        ) from None
     print(f"wrote {written}")
     return 0
 

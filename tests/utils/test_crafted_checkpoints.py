@@ -473,6 +473,14 @@ def test_convert_refuses_an_existing_folder_as_destination(source, tmp_path, cap
     assert f"checkpoint convert DST: {tmp_path} is an existing folder" in err and f"{tmp_path / NAME}.pt" in err
 
 
+def test_convert_names_a_destination_it_cannot_write(source, tmp_path, capsys):
+    (tmp_path / "a-file").write_text("")
+    err = convert(str(source), tmp_path / "a-file" / "out.pt", capsys)
+    assert (
+        f"into {tmp_path / 'a-file' / 'out.pt'} failed (FileExistsError: " in err and "check that DST's folder" in err
+    )
+
+
 def test_convert_refuses_a_store_folder_without_its_index(source, tmp_path, s3_env, client, capsys):
     bucket = upload_sharded(client, source)
     client.delete_object(Bucket=bucket, Key=f"run/{NAME}/.metadata")
