@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, ClassVar
 
 from composer.core.serializable import Serializable
@@ -12,7 +15,7 @@ if TYPE_CHECKING:
     from composer.core.logging.logger import Logger
     from composer.core.state import State
 
-__all__ = ["Algorithm"]
+__all__ = ["Algorithm", "evaluated_weights"]
 
 
 class Algorithm(Serializable, ABC):
@@ -54,6 +57,21 @@ class Algorithm(Serializable, ABC):
         """Whether the backward pass must build a graph of the gradients (for higher-order methods)."""
         return False
 
+    def evaluation_weights(self, state: State) -> AbstractContextManager[None]:
+        """A context in which ``state.model`` holds the weights this algorithm has evaluation score, if it swaps in
+        others than those it trains (EMA's average); checkpoints are written inside it (see :func:`evaluated_weights`).
+
+        Default: the model as it is.
+
+        Args:
+            state (State): The training state.
+
+        Returns:
+            AbstractContextManager: Entered around the write of a checkpoint.
+        """
+        del state
+        return contextlib.nullcontext()
+
     @abstractmethod
     def match(self, event: Event, state: State) -> bool:
         """Returns whether this algorithm should run at ``event`` given ``state``.
@@ -82,3 +100,25 @@ class Algorithm(Serializable, ABC):
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
         return f"{type(self).__name__}({fields})"
+
+
+@contextlib.contextmanager
+def evaluated_weights(state: State) -> Iterator[None]:
+    """Within it, ``state.model`` holds the weights that evaluation scores: every algorithm's
+    :meth:`Algorithm.evaluation_weights` is entered, in order, and left in reverse order.
+
+    A checkpoint is written inside it (``composer.utils.checkpoint.save_checkpoint``), so that its model weights are
+    the ones evaluation reported, and ``load_weights_only`` loads those; an algorithm that swapped them in keeps the
+    weights it trains in its own state, for an exact resumption.
+
+    Args:
+        state (State): The training state.
+
+    Example:
+        >>> with evaluated_weights(state):
+        ...     weights = state.model.state_dict()  # with EMA in state.algorithms: the average
+    """
+    with contextlib.ExitStack() as stack:
+        for algorithm in state.algorithms:
+            stack.enter_context(algorithm.evaluation_weights(state))
+        yield

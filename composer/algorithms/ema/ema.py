@@ -1,14 +1,15 @@
-"""Exponential moving average (EMA) of the model weights, used for evaluation.
+"""Exponential moving average (EMA) of the model weights, used for evaluation and kept at the end.
 
 Training updates the weights as usual; alongside, EMA keeps ``ema = smoothing * ema + (1 - smoothing) * w`` after
 every update interval, and evaluation runs on the averaged weights, which are usually less noisy and sometimes
 generalize better (Polyak and Juditsky 1992; used by e.g. Tan and Le 2019, https://arxiv.org/abs/1905.11946).
-:func:`compute_ema` is the update; :class:`EMA` runs it in the Trainer and swaps the averaged weights in for
-evaluation.
+:func:`compute_ema` is the update; :class:`EMA` runs it in the Trainer, swaps the averaged weights in for evaluation
+and for checkpoints, and leaves them in the model at the end of ``fit``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterator, MutableMapping
 from typing import Any
@@ -112,10 +113,13 @@ def _copy_weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {name: t.detach().clone() for name, t in _named_tensors(model)}
 
 
-def _load_weights(model: torch.nn.Module, weights: MutableMapping[str, torch.Tensor]) -> None:
+def _exchange_weights(model: torch.nn.Module, held: MutableMapping[str, torch.Tensor]) -> None:
+    """Puts ``held`` into ``model`` and the model's weights into ``held``, tensor by tensor (one extra at a time)."""
     with torch.no_grad():
         for name, t in _named_tensors(model):
-            t.copy_(weights[name])
+            kept = t.detach().clone()
+            t.copy_(held[name])
+            held[name] = kept
 
 
 def _parse_time(name: str, value: str, units: tuple[TimeUnit, ...]) -> Time[Any]:
@@ -164,20 +168,29 @@ def _resolve(
 
 
 class EMA(Algorithm):
-    """Keeps an exponential moving average of the weights and evaluates with it.
+    """Keeps an exponential moving average of the weights, evaluates with it, and ends ``fit`` with it.
 
     After every ``update_interval`` (at ``Event.BATCH_END`` for batches, ``Event.EPOCH_END`` for epochs), from
     ``ema_start`` on, the averaged weights move towards the model's: ``ema = smoothing * ema + (1 - smoothing) * w``
     (:func:`compute_ema`); the first update copies the model. Parameters and floating-point buffers are averaged.
-    Evaluation runs on the averaged weights: they are swapped into the model at ``Event.EVAL_START`` and the
-    training weights are put back at ``Event.EVAL_END``, so training continues with the raw weights. Checkpoints hold
-    both: the model's state (raw weights) and this algorithm's state dict (the averaged weights). The model keeps its
-    raw weights at the end; :attr:`ema_weights` holds the average (load it with
-    ``model.load_state_dict(ema.ema_weights, strict=False)``).
 
-    EMA keeps one extra copy of the weights (and another during evaluation). It cannot be combined with
-    :class:`~composer.algorithms.swa.SWA` (both decide which weights the model ends with): the Trainer's constructor refuses the pair (see
-    :mod:`composer.algorithms.composition`), and so does ``INIT`` for an engine run without the Trainer.
+    Once there is an average, it is the model's weights wherever a result is reported:
+
+    * Evaluation runs on it: it is swapped into the model at ``Event.EVAL_START`` and the training weights come back
+      at ``Event.EVAL_END``, so training continues with them (a run with EMA trains exactly like one without).
+    * At ``Event.FIT_END`` it is swapped in and stays: after ``fit``, ``Trainer.eval``, ``Trainer.predict``, an
+      export and ``model.state_dict()`` all use the weights evaluation scored. A later ``fit`` swaps the training
+      weights back in at ``Event.FIT_START`` and goes on training them.
+    * Every checkpoint is written with it in the model (:meth:`evaluation_weights`): the checkpoint's model weights
+      are the average (``load_weights_only`` loads those), and this algorithm's state holds the training weights
+      (``training_weights``), so a resumed run trains on exactly the weights the interrupted one had.
+
+    Before ``ema_start`` nothing is swapped anywhere. :attr:`ema_weights` and :attr:`training_weights` are the two
+    sets, wherever each is. EMA keeps one extra copy of the weights, plus one tensor's worth while swapping.
+
+    EMA cannot be combined with :class:`~composer.algorithms.swa.SWA` (both decide which weights the model ends
+    with): the Trainer's constructor refuses the pair (see :mod:`composer.algorithms.composition`), and so does
+    ``INIT`` for an engine run without the Trainer.
 
     Args:
         half_life: Time for a snapshot's weight in the average to halve, in ``'ba'`` or ``'ep'``; the smoothing per
@@ -201,8 +214,10 @@ class EMA(Algorithm):
         ...     algorithms=[ema],
         ...     progress_bar=False,
         ... )
-        >>> trainer.fit()  # evaluates with the averaged weights
-        >>> sorted(ema.ema_weights) == sorted(model.state_dict())
+        >>> trainer.fit()  # evaluates with the averaged weights, and ends with them in the model
+        >>> all(torch.equal(model.state_dict()[k], v) for k, v in ema.ema_weights.items())
+        True
+        >>> sorted(ema.training_weights) == sorted(model.state_dict())  # the weights training goes on from
         True
     """
 
@@ -219,13 +234,36 @@ class EMA(Algorithm):
         self.ema_start = ema_start
         self.update_interval = update_interval
         self._update_event = Event.BATCH_END if self._interval.unit == TimeUnit.BATCH else Event.EPOCH_END
-        self._ema_weights: dict[str, torch.Tensor] | None = None
-        self._training_weights: dict[str, torch.Tensor] | None = None  # held during evaluation
+        # The set of weights that is not in the model (None before ema_start): the average while training, the
+        # training weights while the average is in the model.
+        self._held: dict[str, torch.Tensor] | None = None
+        self._average_in_model = False
+        self._for_eval = False  # the average was swapped in for one evaluation
+        self._model: torch.nn.Module | None = None
 
     @property
     def ema_weights(self) -> dict[str, torch.Tensor] | None:
-        """The averaged parameters and buffers (name -> tensor), or None before ``ema_start``."""
-        return self._ema_weights
+        """The averaged parameters and buffers (name -> tensor), or None before ``ema_start``.
+
+        While the average is in the model (after ``fit``), these are the model's own tensors (detached).
+        """
+        return self._weights(average=True)
+
+    @property
+    def training_weights(self) -> dict[str, torch.Tensor] | None:
+        """The weights training updates (name -> tensor), or None before ``ema_start`` (they are the model's then).
+
+        While training, these are the model's own tensors (detached); after ``fit``, the copy EMA holds.
+        """
+        return self._weights(average=False)
+
+    def _weights(self, average: bool) -> dict[str, torch.Tensor] | None:
+        if self._held is None:
+            return None
+        if average != self._average_in_model:
+            return self._held
+        assert self._model is not None
+        return {name: t.detach() for name, t in _named_tensors(self._model)}
 
     @property
     def update_smoothing(self) -> float:
@@ -258,43 +296,66 @@ class EMA(Algorithm):
         return bool(now.value >= start.value)
 
     def match(self, event: Event, state: State) -> bool:
-        """INIT (compatibility check), each update, and evaluation start and end once there is an average."""
-        return (
-            event == Event.INIT
-            or (
-                event == self._update_event
-                and self._started(state)
-                and state.timer.get(self._interval.unit).value % self._interval.value == 0
-            )
-            or (event == Event.EVAL_START and self._ema_weights is not None and self._training_weights is None)
-            or (event == Event.EVAL_END and self._training_weights is not None)
+        """INIT, each update, and the swaps: around evaluation, at the end of ``fit``, back at the next start."""
+        if self._held is None:
+            return event == Event.INIT or (event == self._update_event and self._update_due(state))
+        if self._average_in_model:
+            return event == Event.FIT_START or (event == Event.EVAL_END and self._for_eval)
+        return event in (Event.INIT, Event.EVAL_START, Event.FIT_END) or (
+            event == self._update_event and self._update_due(state)
         )
 
+    def _update_due(self, state: State) -> bool:
+        return self._started(state) and state.timer.get(self._interval.unit).value % self._interval.value == 0
+
     def apply(self, event: Event, state: State, logger: Logger) -> None:
-        """Checks compatibility (INIT), updates the average, or swaps weights around evaluation."""
+        """Checks compatibility (INIT), updates the average, or swaps the two sets of weights."""
+        self._model = state.model
         if event == Event.INIT:
             check_composition(state.algorithms)  # the Trainer checks first; this covers an Engine run on its own
-        elif event == Event.EVAL_START:
-            assert self._ema_weights is not None
-            self._training_weights = _copy_weights(state.model)
-            _load_weights(state.model, self._ema_weights)
-        elif event == Event.EVAL_END:
-            assert self._training_weights is not None
-            _load_weights(state.model, self._training_weights)
-            self._training_weights = None
-        elif self._ema_weights is None:
-            self._ema_weights = _copy_weights(state.model)
+        elif event in (Event.EVAL_START, Event.EVAL_END, Event.FIT_START, Event.FIT_END):
+            self._swap(state.model)
+            self._for_eval = event == Event.EVAL_START
+        elif self._held is None:
+            self._held = _copy_weights(state.model)
         else:
-            compute_ema(state.model, self._ema_weights, self._smoothing)
+            compute_ema(state.model, self._held, self._smoothing)
+
+    def _swap(self, model: torch.nn.Module) -> None:
+        assert self._held is not None
+        _exchange_weights(model, self._held)
+        self._average_in_model = not self._average_in_model
+
+    @contextlib.contextmanager
+    def evaluation_weights(self, state: State) -> Iterator[None]:
+        """The average in the model while a checkpoint is written (the training weights go into the state dict)."""
+        swap = self._held is not None and not self._average_in_model
+        if swap:
+            self._model = state.model
+            self._swap(state.model)
+        try:
+            yield
+        finally:
+            if swap:
+                self._swap(state.model)
 
     def state_dict(self) -> dict[str, Any]:
-        """The averaged weights (name -> tensor; empty before ``ema_start``)."""
-        return {"ema_weights": dict(self._ema_weights or {})}
+        """The set of weights that is not in the model (name -> tensor; both empty before ``ema_start``).
+
+        ``ema_weights`` holds the average while the training weights are in the model; ``training_weights`` holds
+        the training weights while the average is (in every checkpoint, and after ``fit``).
+        """
+        held = dict(self._held or {})
+        if self._average_in_model:
+            return {"ema_weights": {}, "training_weights": held}
+        return {"ema_weights": held, "training_weights": {}}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restores the averaged weights."""
-        self._ema_weights = dict(state["ema_weights"]) or None
-        self._training_weights = None
+        """Restores the weights held; with ``training_weights``, the model's weights just loaded are the average."""
+        training = dict(state.get("training_weights") or {})
+        self._average_in_model = bool(training)
+        self._held = training or dict(state["ema_weights"]) or None
+        self._for_eval = False
 
 
 @hparams

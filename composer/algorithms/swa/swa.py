@@ -1,7 +1,8 @@
 """Stochastic weight averaging (Izmailov et al. 2018, https://arxiv.org/abs/1803.05407).
 
 Near the end of training, SWA keeps the running mean of the weights at the end of every epoch, and at the end of
-the run replaces the model's weights by that mean (recomputing the batch-norm statistics for it). Optionally the
+the run replaces the model's weights by that mean (recomputing the batch-norm statistics for it); the weights it
+trained are kept for a later ``fit`` and in checkpoints. Optionally the
 learning rate anneals to a constant ``swa_lr`` while averaging, so the snapshots explore a wide, flat region.
 
 The pure functions: :func:`update_swa_weights` (the running mean), :func:`swa_annealed_lr` (the cosine anneal) and
@@ -157,10 +158,16 @@ def update_bn_statistics(model: torch.nn.Module, batches: Iterable[Any]) -> torc
     return model
 
 
-def _load_weights(model: torch.nn.Module, weights: Mapping[str, torch.Tensor]) -> None:
+def _load_weights(model: torch.nn.Module, weights: Mapping[str, torch.Tensor], buffers: bool = False) -> None:
+    tensors = itertools.chain(model.named_parameters(), model.named_buffers() if buffers else ())
     with torch.no_grad():
-        for name, p in model.named_parameters():
-            p.copy_(weights[name])
+        for name, t in tensors:
+            t.copy_(weights[name])
+
+
+def _copy_weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The parameters and buffers, copied."""
+    return {name: t.detach().clone() for name, t in itertools.chain(model.named_parameters(), model.named_buffers())}
 
 
 def _to_device(batch: Any, device: torch.device) -> Any:
@@ -216,8 +223,12 @@ class SWA(Algorithm):
     then to ``swa_lr`` over ``anneal_epochs`` epochs (or until the end of the run, if sooner) and stays there,
     overriding any scheduler; ``swa_lr=None`` leaves the schedule alone. At the last ``EPOCH_END`` (the run is over,
     or training was stopped) the averaged weights are copied into the model and the batch-norm statistics are
-    recomputed over one epoch of the training data, before that epoch's evaluation and checkpoint. The state dict
-    holds the running mean, so checkpoints resume the average. A later ``fit()`` keeps adding to the same mean.
+    recomputed over one epoch of the training data, before that epoch's evaluation and checkpoint: the model ends
+    ``fit`` with the weights the last evaluation scored, and the checkpoint's model weights are those
+    (``load_weights_only`` loads them). The weights trained until then (parameters and buffers) are kept
+    (:attr:`training_weights`, and in the state dict), so a later ``fit()``, or a run resumed from that checkpoint,
+    puts them back at ``Event.FIT_START`` and trains on from them, adding to the same mean. The state dict also
+    holds the running mean, so checkpoints resume the average.
 
     SWA and :class:`~composer.algorithms.ema.EMA` both decide which weights the model ends with: use one.
 
@@ -253,6 +264,7 @@ class SWA(Algorithm):
         self._num_averaged = 0
         self._anneal_from: list[float] = []  # each param group's LR when the anneal began
         self._anneal_start: tuple[float, float] | None = None  # (epochs done, fraction of run done) then
+        self._training_weights: dict[str, torch.Tensor] | None = None  # while the mean is in the model
 
     @property
     def num_averaged(self) -> int:
@@ -264,14 +276,27 @@ class SWA(Algorithm):
         """The running mean of the parameters (name -> tensor), or None before averaging starts."""
         return self._swa_weights
 
+    @property
+    def training_weights(self) -> dict[str, torch.Tensor] | None:
+        """The parameters and buffers trained until the mean was put in the model (None while training)."""
+        return self._training_weights
+
     def match(self, event: Event, state: State) -> bool:
-        """Runs past ``swa_start`` at every EPOCH_END, and at every BATCH_START when annealing the LR."""
+        """Past ``swa_start``: every EPOCH_END, and every BATCH_START when annealing the LR; FIT_START after the end."""
+        if event == Event.FIT_START:
+            return self._training_weights is not None
         return (event == Event.EPOCH_END or (event == Event.BATCH_START and self.swa_lr is not None)) and (
             state.get_elapsed_duration().value >= self.swa_start
         )
 
     def apply(self, event: Event, state: State, logger: Logger) -> None:
-        """Sets the annealed LR (BATCH_START); adds a snapshot, and at the end swaps in the mean (EPOCH_END)."""
+        """Sets the annealed LR (BATCH_START); adds a snapshot, and at the end swaps in the mean (EPOCH_END); puts
+        the trained weights back for a later run (FIT_START)."""
+        if event == Event.FIT_START:
+            assert self._training_weights is not None
+            _load_weights(state.model, self._training_weights, buffers=True)
+            self._training_weights = None
+            return
         if event == Event.BATCH_START:
             self._anneal_lr(state)
             return
@@ -279,6 +304,7 @@ class SWA(Algorithm):
         self._num_averaged += 1
         logger.metric_epoch({"swa/num_averaged": self._num_averaged})
         if _run_is_over(state):
+            self._training_weights = _copy_weights(state.model)
             _load_weights(state.model, self._swa_weights)
             if state.train_dataloader is not None:
                 update_bn_statistics(state.model, _train_batches(state))
@@ -298,12 +324,14 @@ class SWA(Algorithm):
             group["lr"] = swa_annealed_lr(start_lr, self.swa_lr, progress)
 
     def state_dict(self) -> dict[str, Any]:
-        """The running mean (tensors), the snapshot count, and where the LR anneal started."""
+        """The running mean (tensors), the snapshot count, where the LR anneal started, and the trained weights while
+        the mean is in the model (``training_weights``, else empty)."""
         return {
             "num_averaged": self._num_averaged,
             "swa_weights": dict(self._swa_weights or {}),
             "anneal_from": list(self._anneal_from),
             "anneal_start": list(self._anneal_start) if self._anneal_start is not None else [],
+            "training_weights": dict(self._training_weights or {}),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -313,6 +341,7 @@ class SWA(Algorithm):
         self._anneal_from = [float(lr) for lr in state.get("anneal_from", [])]
         start = state.get("anneal_start", [])
         self._anneal_start = (float(start[0]), float(start[1])) if start else None
+        self._training_weights = dict(state.get("training_weights") or {}) or None
 
 
 @hparams

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from composer._version import __version__
+from composer.core.algorithm import evaluated_weights
 from composer.core.state import State, _bare_model_state
 from composer.utils import dist
 from composer.utils.checkpoint.full_state import full_model_state, full_optimizer_state, is_sharded
@@ -83,6 +84,15 @@ def save_checkpoint(
         ['format_version', 'metadata', 'state']
     """
     path = Path(path)
+    # An algorithm that evaluates on other weights than it trains (EMA) has them in the model while the file is
+    # written, so that its model weights are those evaluation scored; it keeps the trained ones in its own state.
+    with evaluated_weights(state):
+        return _save(state, path, weights_only, metadata, check_finite, sharded)
+
+
+def _save(
+    state: State, path: Path, weights_only: bool, metadata: Mapping[str, Any] | None, check_finite: bool, sharded: bool
+) -> Path:
     if sharded:
         if path.suffix == ".safetensors":
             raise ValueError(
