@@ -18,6 +18,7 @@ ALLOWED = {
     "core": {"core"},
     "utils": {"core", "utils"},
     "models": {"core", "utils", "models"},
+    "metrics": {"core", "utils", "models", "metrics"},
     "datasets": {"core", "utils", "datasets"},
     "optim": {"core", "utils", "optim"},
     "algorithms": {"core", "utils", "models", "algorithms"},

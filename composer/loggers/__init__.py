@@ -49,6 +49,10 @@ __all__ = [
     "is_wandb_available",
 ]
 
+# MosaicML Composer v0.32.1's spelling, the same class; importable, and left out of __all__ so that the API reference
+# lists the class once.
+MLFlowLogger = MLflowLogger
+
 LOGGERS: dict[str, type[LoggerDestination]] = {
     "console": ConsoleLogger,
     "csv": CSVLogger,

@@ -2,6 +2,8 @@
 
 * :mod:`~composer.optim.scheduler`: scheduler functions ``(state, *, ssr) -> multiplier``, :func:`compile` to turn
   them into a torch ``LambdaLR``, their configs and the ``SCHEDULERS`` registry.
+* :mod:`~composer.optim.scheduler_classes`: MosaicML Composer v0.32.1's scheduler classes
+  (``CosineAnnealingWithWarmupScheduler(t_warmup, t_max, alpha_f, scale_warmup)``, ...), called like the functions.
 * :mod:`~composer.optim.decoupled_weight_decay`: :class:`DecoupledSGDW` and :class:`DecoupledAdamW`.
 * :mod:`~composer.optim.optimizer_hparams`: optimizer configs and the ``OPTIMIZERS`` registry.
 """
@@ -46,6 +48,22 @@ from composer.optim.scheduler import (
     polynomial_scheduler,
     step_scheduler,
 )
+from composer.optim.scheduler_classes import (
+    ConstantScheduler,
+    ConstantWithWarmupScheduler,
+    CosineAnnealingScheduler,
+    CosineAnnealingWarmRestartsScheduler,
+    CosineAnnealingWithWarmupScheduler,
+    ExponentialScheduler,
+    LinearScheduler,
+    LinearWithWarmupScheduler,
+    MultiStepScheduler,
+    MultiStepWithWarmupScheduler,
+    PolynomialScheduler,
+    PolynomialWithWarmupScheduler,
+    StepScheduler,
+    compile_composer_scheduler,
+)
 
 __all__ = [
     "OPTIMIZERS",
@@ -55,25 +73,39 @@ __all__ = [
     "ComposerScheduler",
     "ComposerSchedulerFn",
     "ConstantLRHparams",
+    "ConstantScheduler",
+    "ConstantWithWarmupScheduler",
     "CosineAnnealingLRHparams",
+    "CosineAnnealingScheduler",
     "CosineAnnealingWarmRestartsHparams",
+    "CosineAnnealingWarmRestartsScheduler",
     "CosineAnnealingWithWarmupLRHparams",
+    "CosineAnnealingWithWarmupScheduler",
     "DecoupledAdamW",
     "DecoupledAdamWHparams",
     "DecoupledSGDW",
     "DecoupledSGDWHparams",
     "ExponentialLRHparams",
+    "ExponentialScheduler",
     "LinearLRHparams",
+    "LinearScheduler",
     "LinearWithWarmupLRHparams",
+    "LinearWithWarmupScheduler",
     "MultiStepLRHparams",
+    "MultiStepScheduler",
     "MultiStepWithWarmupLRHparams",
+    "MultiStepWithWarmupScheduler",
     "OptimizerHparams",
     "PolynomialLRHparams",
+    "PolynomialScheduler",
+    "PolynomialWithWarmupScheduler",
     "RMSpropHparams",
     "SGDHparams",
     "SchedulerHparams",
     "StepLRHparams",
+    "StepScheduler",
     "compile",
+    "compile_composer_scheduler",
     "constant_scheduler",
     "cosine_annealing_scheduler",
     "cosine_annealing_warm_restarts_scheduler",

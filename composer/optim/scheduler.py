@@ -56,7 +56,6 @@ from composer.optim.scheduler_functions import (  # argument checks shared with 
     _check_factors,
     _check_milestones,
     _check_ssr,
-    _parse_time,
     constant_scheduler,
     cosine_annealing_scheduler,
     cosine_annealing_warm_restarts_scheduler,
@@ -66,6 +65,7 @@ from composer.optim.scheduler_functions import (  # argument checks shared with 
     linear_with_warmup_scheduler,
     multi_step_scheduler,
     multi_step_with_warmup_scheduler,
+    parse_time,
     polynomial_scheduler,
     step_scheduler,
 )
@@ -254,7 +254,7 @@ class SchedulerHparams(Hparams, abc.ABC):
         """Checks the arguments that do not depend on the state: times parse, factors and gamma are non-negative."""
         for name, value in self.to_dict().items():
             if name in ("total_time", "t_max", "t_0", "warmup_time", "step_size"):
-                _parse_time(value, name)
+                parse_time(value, name)
             elif name == "milestones":
                 _check_milestones(value)
             elif name in ("factor", "start_factor", "end_factor", "min_factor"):

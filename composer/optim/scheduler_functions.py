@@ -37,12 +37,15 @@ __all__ = [
     "cosine_annealing_scheduler",
     "cosine_annealing_warm_restarts_scheduler",
     "cosine_annealing_with_warmup_scheduler",
+    "elapsed",
     "exponential_scheduler",
     "linear_scheduler",
     "linear_with_warmup_scheduler",
     "multi_step_scheduler",
     "multi_step_with_warmup_scheduler",
+    "parse_time",
     "polynomial_scheduler",
+    "resolve_times",
     "step_scheduler",
 ]
 
@@ -52,7 +55,16 @@ __all__ = [
 _TIME_HINT = "pass a time string such as '10ba', '2ep' or '0.5dur', or a Time"
 
 
-def _parse_time(value: str | Time[Any], name: str) -> Time[Any]:
+def parse_time(value: str | Time[Any], name: str) -> Time[Any]:
+    """``value`` as a :class:`Time`, or an error naming the argument ``name`` and the forms accepted.
+
+    Args:
+        value: A time string (``'10ba'``, ``'2ep'``, ``'0.5dur'``) or a Time.
+        name: The argument's name, for the message.
+
+    Returns:
+        Time: The time.
+    """
     if isinstance(value, Time):
         return value
     if isinstance(value, str):
@@ -83,18 +95,37 @@ def _check_milestones(milestones: Sequence[str | Time[Any]]) -> list[Time[Any]]:
         raise ValueError(
             f"milestones={milestones!r} must be a non-empty list of times, for example ['30ep', '60ep', '90ep']."
         )
-    return [_parse_time(milestone, f"milestones[{i}]") for i, milestone in enumerate(milestones)]
+    return [parse_time(milestone, f"milestones[{i}]") for i, milestone in enumerate(milestones)]
 
 
-def _resolve(state: State, ssr: float, times: dict[str, str | Time[Any]]) -> tuple[list[float], TimeUnit]:
-    """Converts the named times to floats in one unit (see the module docstring); returns them and that unit."""
+def resolve_times(state: State, ssr: float, times: dict[str, str | Time[Any]]) -> tuple[list[float], TimeUnit]:
+    """Converts the named times to floats in one unit (see the module docstring): the schedulers' shared time rule.
+
+    Args:
+        state: The training state (``max_duration`` for ``'dur'`` times, ``steps_per_epoch`` for epochs).
+        ssr: The scale schedule ratio; every time but ``'dur'`` is multiplied by it.
+        times: Each argument's name, mapped to its time string or :class:`Time`.
+
+    Returns:
+        tuple[list[float], TimeUnit]: The times, in the order given, and the unit they are in.
+
+    Raises:
+        ValueError: If a time does not parse, or the times end up in different units.
+
+    Example:
+        >>> import torch
+        >>> from composer.core.state import State
+        >>> state = State(torch.nn.Linear(1, 1), max_duration="10ep", steps_per_epoch=100)
+        >>> resolve_times(state, 2.0, {"warmup_time": "1ep", "t_max": "1dur"})
+        ([200.0, 1000.0], <TimeUnit.BATCH: 'ba'>)
+    """
     _check_ssr(ssr)
     steps_per_epoch = state.steps_per_epoch
     budget = state.max_duration
     values: list[float] = []
     units: dict[str, TimeUnit] = {}
     for name, raw in times.items():
-        time = _parse_time(raw, name)
+        time = parse_time(raw, name)
         if time.unit == TimeUnit.DURATION:
             # max_duration is already scaled by ssr: a fraction of it is not scaled again.
             amount, unit = float(time.value) * float(budget.value), budget.unit
@@ -115,7 +146,16 @@ def _resolve(state: State, ssr: float, times: dict[str, str | Time[Any]]) -> tup
     return values, distinct.pop() if distinct else TimeUnit.BATCH
 
 
-def _elapsed(state: State, unit: TimeUnit) -> float:
+def elapsed(state: State, unit: TimeUnit) -> float:
+    """The training time so far in ``unit``, from ``state.timer``, as a float (what schedulers compare times with).
+
+    Args:
+        state: The training state.
+        unit: The unit (not ``'dur'``).
+
+    Returns:
+        float: The timer's count in that unit.
+    """
     return float(state.timer.get(unit).value)
 
 
@@ -170,8 +210,8 @@ def constant_scheduler(
         0.5
     """
     _check_factors(factor=factor)
-    (total,), unit = _resolve(state, ssr, {"total_time": total_time})
-    return factor if _elapsed(state, unit) < total else 1.0
+    (total,), unit = resolve_times(state, ssr, {"total_time": total_time})
+    return factor if elapsed(state, unit) < total else 1.0
 
 
 def linear_scheduler(
@@ -210,8 +250,8 @@ def linear_scheduler(
         0.8
     """
     _check_factors(start_factor=start_factor, end_factor=end_factor)
-    (total,), unit = _resolve(state, ssr, {"total_time": total_time})
-    fraction = min(1.0, _elapsed(state, unit) / total) if total > 0 else 1.0
+    (total,), unit = resolve_times(state, ssr, {"total_time": total_time})
+    fraction = min(1.0, elapsed(state, unit) / total) if total > 0 else 1.0
     return start_factor + (end_factor - start_factor) * fraction
 
 
@@ -246,9 +286,9 @@ def exponential_scheduler(state: State, *, ssr: float = 1.0, gamma: float) -> fl
     _check_ssr(ssr)
     steps_per_epoch = state.steps_per_epoch
     if steps_per_epoch is not None:
-        epochs = _elapsed(state, TimeUnit.BATCH) / steps_per_epoch
+        epochs = elapsed(state, TimeUnit.BATCH) / steps_per_epoch
     else:
-        epochs = _elapsed(state, TimeUnit.EPOCH)
+        epochs = elapsed(state, TimeUnit.EPOCH)
     return float(gamma ** (epochs / ssr))
 
 
@@ -279,17 +319,17 @@ def step_scheduler(state: State, *, ssr: float = 1.0, step_size: str | Time[Any]
         0.25
     """
     _check_at_least(gamma, "gamma", 0.0, "use a decay factor such as 0.1")
-    (size,), unit = _resolve(state, ssr, {"step_size": step_size})
+    (size,), unit = resolve_times(state, ssr, {"step_size": step_size})
     _check_positive_time(size, "step_size", step_size)
-    return float(gamma ** math.floor(_elapsed(state, unit) / size))
+    return float(gamma ** math.floor(elapsed(state, unit) / size))
 
 
 def _multi_step(state: State, ssr: float, milestones: Sequence[str | Time[Any]], gamma: float) -> tuple[float, float]:
     """The multi-step multiplier now, and the elapsed time it was computed at."""
     _check_at_least(gamma, "gamma", 0.0, "use a decay factor such as 0.1")
     parsed = _check_milestones(milestones)
-    points, unit = _resolve(state, ssr, {f"milestones[{i}]": m for i, m in enumerate(parsed)})
-    now = _elapsed(state, unit)
+    points, unit = resolve_times(state, ssr, {f"milestones[{i}]": m for i, m in enumerate(parsed)})
+    now = elapsed(state, unit)
     return float(gamma ** sum(1 for point in points if now >= point)), now
 
 
@@ -353,8 +393,8 @@ def cosine_annealing_scheduler(
         0.5
     """
     _check_factors(min_factor=min_factor)
-    (total,), unit = _resolve(state, ssr, {"t_max": t_max})
-    tau = _clip(_elapsed(state, unit) / total) if total > 0 else 1.0
+    (total,), unit = resolve_times(state, ssr, {"t_max": t_max})
+    tau = _clip(elapsed(state, unit) / total) if total > 0 else 1.0
     return _cosine(tau, min_factor)
 
 
@@ -412,9 +452,9 @@ def cosine_annealing_warm_restarts_scheduler(
     _check_factors(min_factor=min_factor)
     if not (isinstance(t_mult, (int, float)) and math.isfinite(t_mult) and t_mult > 0):
         raise ValueError(f"t_mult={t_mult!r} must be a positive number; use 1.0 for cycles of equal length.")
-    (first,), unit = _resolve(state, ssr, {"t_0": t_0})
+    (first,), unit = resolve_times(state, ssr, {"t_0": t_0})
     _check_positive_time(first, "t_0", t_0)
-    return _cosine(_restart_position(_elapsed(state, unit), first, float(t_mult)), min_factor)
+    return _cosine(_restart_position(elapsed(state, unit), first, float(t_mult)), min_factor)
 
 
 def polynomial_scheduler(
@@ -449,8 +489,8 @@ def polynomial_scheduler(
     """
     _check_factors(min_factor=min_factor)
     _check_at_least(power, "power", 0.0, "use for example 1.0 for a linear decay or 2.0 for a quadratic one")
-    (total,), unit = _resolve(state, ssr, {"t_max": t_max})
-    tau = _clip(_elapsed(state, unit) / total) if total > 0 else 1.0
+    (total,), unit = resolve_times(state, ssr, {"t_max": t_max})
+    tau = _clip(elapsed(state, unit) / total) if total > 0 else 1.0
     return float(min_factor + (1.0 - min_factor) * (1.0 - tau) ** power)
 
 
@@ -494,8 +534,8 @@ def multi_step_with_warmup_scheduler(
     parsed = _check_milestones(milestones)
     times: dict[str, str | Time[Any]] = {"warmup_time": warmup_time}
     times.update({f"milestones[{i}]": m for i, m in enumerate(parsed)})
-    (warmup, *points), unit = _resolve(state, ssr, times)
-    now = _elapsed(state, unit)
+    (warmup, *points), unit = resolve_times(state, ssr, times)
+    now = elapsed(state, unit)
     if now < warmup:
         peak = gamma ** sum(1 for point in points if warmup >= point)
         return float(peak * now / warmup)
@@ -540,9 +580,9 @@ def linear_with_warmup_scheduler(
         0.5
     """
     _check_factors(start_factor=start_factor, end_factor=end_factor)
-    (warmup, total), unit = _resolve(state, ssr, {"warmup_time": warmup_time, "total_time": total_time})
+    (warmup, total), unit = resolve_times(state, ssr, {"warmup_time": warmup_time, "total_time": total_time})
     _check_warmup(warmup, total, warmup_time, "total_time", total_time)
-    now = _elapsed(state, unit)
+    now = elapsed(state, unit)
     if now < warmup:
         return start_factor * now / warmup
     fraction = min(1.0, (now - warmup) / (total - warmup)) if total > warmup else 1.0
@@ -585,9 +625,9 @@ def cosine_annealing_with_warmup_scheduler(
         0.5
     """
     _check_factors(min_factor=min_factor)
-    (warmup, total), unit = _resolve(state, ssr, {"warmup_time": warmup_time, "t_max": t_max})
+    (warmup, total), unit = resolve_times(state, ssr, {"warmup_time": warmup_time, "t_max": t_max})
     _check_warmup(warmup, total, warmup_time, "t_max", t_max)
-    now = _elapsed(state, unit)
+    now = elapsed(state, unit)
     if now < warmup:
         return now / warmup
     tau = _clip((now - warmup) / (total - warmup)) if total > warmup else 1.0
