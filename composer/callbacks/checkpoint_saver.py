@@ -73,6 +73,8 @@ class CheckpointSaver(Callback):
             events. Default: ``'1ep'``.
         num_checkpoints_to_keep (int): Keep the newest this many checkpoints of this file name pattern in the folder
             (the one just written always among them); -1 keeps them all. Files of other names are never deleted.
+            Keeping N needs room for N+1 on the disk: each new checkpoint is written before the oldest is deleted
+            (a save that does not fit raises :class:`~composer.utils.checkpoint.DiskFullError`, and loses nothing).
         overwrite (bool): Allow saving into a folder that already holds checkpoints of this pattern (needed to
             continue a run; the Trainer sets it with ``autoresume``).
         weights_only (bool): Save only the model's weights (such checkpoints cannot resume training).

@@ -125,7 +125,7 @@ class Trainer:
         save_latest_filename (str | None): A symbolic link to the newest checkpoint; None for none.
         save_interval (str | Time | int | Callable): How often to save: ``'1ep'``, ``'500ba'``, ``'0.25dur'``, an int
             (epochs), or a function ``(state) -> bool``; the final state is always saved.
-        save_num_checkpoints_to_keep (int): Keep the newest this many checkpoints; -1 keeps all.
+        save_num_checkpoints_to_keep (int): Keep the newest N checkpoints (-1: all); the disk needs room for N+1.
         save_overwrite (bool): Allow saving into a folder that already holds this run's checkpoints.
         save_weights_only (bool): Save only the model's weights.
         load_path (str | PathLike, optional): Load this checkpoint after ``INIT``: the whole training state (training

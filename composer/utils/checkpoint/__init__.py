@@ -29,7 +29,12 @@ The package, one concept per module:
 """
 
 from composer.utils.checkpoint.loading import load_checkpoint, load_model_state, restore_checkpoint
-from composer.utils.checkpoint.local_io import is_safetensors_available, link_latest, remove_stale_temporary_files
+from composer.utils.checkpoint.local_io import (
+    DiskFullError,
+    is_safetensors_available,
+    link_latest,
+    remove_stale_temporary_files,
+)
 from composer.utils.checkpoint.naming import (
     FILENAME_FIELDS,
     find_checkpoints,
@@ -43,6 +48,7 @@ from composer.utils.checkpoint.sharded import convert_sharded_to_full, is_sharde
 __all__ = [
     "FILENAME_FIELDS",
     "CheckpointError",
+    "DiskFullError",
     "NonFiniteWeightsError",
     "convert_sharded_to_full",
     "find_checkpoints",

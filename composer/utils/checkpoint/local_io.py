@@ -6,6 +6,11 @@ temporary file that nothing reads (:func:`remove_stale_temporary_files` deletes 
 A ``torch.save`` file (a zip archive) gets the SHA-256 of its bytes in the archive's comment, which readers skip;
 a safetensors file gets it in its header.
 
+A write that runs out of space (``ENOSPC``, or a disk quota) raises :class:`DiskFullError`, naming the checkpoint,
+its folder and the fix, once its temporary file is removed; nothing else in the folder is touched. ``torch.save``
+writes through a Python file object, so that the cause reaches it (written to a path, torch reports a short write
+only as ``unexpected pos ...``).
+
 Tests that simulate a crash between the steps patch :func:`_after_write` (the file is written, not yet flushed to
 disk) or :func:`_after_fsync` (on disk, not yet renamed): both are no-ops that :func:`_atomic_write` calls with the
 checkpoint's final path at those moments. Nothing in the library kills a process.
@@ -13,6 +18,7 @@ checkpoint's final path at those moments. Nothing in the library kills a process
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import importlib.util
 import json
@@ -26,12 +32,98 @@ from typing import Any, BinaryIO
 
 import torch
 
-__all__ = ["FORMAT_VERSION", "is_safetensors_available", "link_latest", "remove_stale_temporary_files"]
+__all__ = [
+    "FORMAT_VERSION",
+    "DiskFullError",
+    "disk_full_error",
+    "is_safetensors_available",
+    "link_latest",
+    "remove_stale_temporary_files",
+]
 
 FORMAT_VERSION = 1
 _TRAILER_PREFIX = b"composer-sha256:"
 _TRAILER_SIZE = len(_TRAILER_PREFIX) + 64  # hex digest
 _PLACEHOLDER = "0" * 64  # where a safetensors header's digest goes
+
+
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+class DiskFullError(OSError):
+    """A checkpoint that could not be written for want of space on its disk (``errno.ENOSPC``, or a disk quota).
+
+    The message names the checkpoint, its folder and the fix; what the write left is gone, and nothing else in the
+    folder was touched.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(errno.ENOSPC, message)
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.strerror,)
+
+
+def disk_full_error(
+    path: str | os.PathLike[str], error: BaseException, folder: str | os.PathLike[str] | None = None
+) -> DiskFullError | None:
+    """A :class:`DiskFullError` for the checkpoint ``path`` when ``error`` comes from a lack of space; None otherwise.
+
+    The cause is known when ``error``, what caused it, or (a ``torch.distributed.checkpoint`` error) a rank's
+    failure is an ``OSError`` with ``errno.ENOSPC`` or ``errno.EDQUOT``. A rank's failure reaches the others pickled,
+    without the error that caused it, so torch's own report of a short write (``unexpected pos``) counts too when
+    ``folder`` (where the write went; call this before removing what it left) has less than 1 MiB free.
+
+    Args:
+        path (str | PathLike): The checkpoint (a file, or a sharded checkpoint's folder) whose write failed.
+        error (BaseException): What the write raised.
+        folder (str | PathLike, optional): Where the write went, to look at its free space.
+
+    Returns:
+        DiskFullError | None: The error to raise instead (``from error``), or None.
+
+    Example:
+        >>> cause = OSError(errno.ENOSPC, "No space left on device")
+        >>> str(disk_full_error("/tmp/ckpt/ep0-ba3.pt", cause)).startswith("Could not write the checkpoint ep0-ba3.pt")
+        True
+        >>> disk_full_error("/tmp/ckpt/ep0-ba3.pt", ValueError("x")) is None
+        True
+    """
+    if not (_lacks_space(error) or (folder is not None and "unexpected pos" in str(error) and _nearly_full(folder))):
+        return None
+    path = Path(path)
+    return DiskFullError(
+        f"Could not write the checkpoint {path.name} in {path.parent}: no space left on the device (what the write "
+        "left is removed; the checkpoints already there are untouched). To fix: free space on that disk, give "
+        "save_folder a folder on a disk with more room, or keep fewer checkpoints (save_num_checkpoints_to_keep). "
+        "Keeping N checkpoints needs room for N+1: each new one is written before the oldest is deleted."
+    )
+
+
+def _lacks_space(error: BaseException | None, depth: int = 0) -> bool:
+    """Whether ``error``, its cause or context, or (a ``torch.distributed.checkpoint`` error) a rank's failure is
+    ``ENOSPC`` or ``EDQUOT``."""
+    if error is None or depth > 8:
+        return False
+    if isinstance(error, OSError) and error.errno in _NO_SPACE:
+        return True
+    failures = getattr(error, "failures", None)  # CheckpointException: {rank: (exception, traceback) or exception}
+    if isinstance(failures, Mapping):
+        for failure in failures.values():
+            failure = failure[0] if isinstance(failure, tuple) and failure else failure
+            if isinstance(failure, BaseException) and _lacks_space(failure, depth + 1):
+                return True
+    return _lacks_space(error.__cause__, depth + 1) or _lacks_space(error.__context__, depth + 1)
+
+
+def _nearly_full(folder: str | os.PathLike[str]) -> bool:
+    try:
+        return shutil.disk_usage(folder).free < 2**20
+    except OSError:
+        return False
 
 
 def is_safetensors_available() -> bool:
@@ -44,7 +136,8 @@ def is_safetensors_available() -> bool:
 
 
 def _write_torch(payload: Any, path: Path) -> None:
-    torch.save(payload, path)
+    with open(path, "wb") as f:
+        torch.save(payload, f)  # through a Python file object: a failed write raises the OSError that says why
     with open(path, "r+b") as f:
         # Hash the archive as torch wrote it (read back from the page cache: faster than hashing through a Python
         # file object torch would write to). It ends with the 2-byte length of its comment, 0: set it, then append
@@ -85,10 +178,11 @@ def _write_safetensors(path: Path, weights: Mapping[str, torch.Tensor], info: Ma
 
 
 def _atomic_write(path: Path, write: Callable[[Path], Any]) -> None:
-    """Write to a temporary file next to ``path``, flush it to disk, then rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write to a temporary file next to ``path``, flush it to disk, then rename it into place; raises
+    :class:`DiskFullError` when the disk is full."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         write(tmp)
         _after_write(path)
         fd = os.open(tmp, os.O_RDONLY)
@@ -98,8 +192,11 @@ def _atomic_write(path: Path, write: Callable[[Path], Any]) -> None:
             os.close(fd)
         _after_fsync(path)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
+        full = disk_full_error(path, e, path.parent)
         tmp.unlink(missing_ok=True)
+        if full is not None:
+            raise full from e
         raise
     _fsync_folder(path.parent)
 

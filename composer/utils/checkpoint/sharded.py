@@ -47,6 +47,7 @@ from composer.utils.checkpoint.local_io import (
     _fsync_folder,
     _hash_rest,
     _write_torch,
+    disk_full_error,
 )
 from composer.utils.checkpoint.reading import CheckpointError, read_checkpoint
 from composer.utils.checkpoint.saving import (
@@ -154,9 +155,12 @@ def save_sharded_checkpoint(
     try:
         save(tensors, storage_writer=FileSystemWriter(tmp, sync_files=True))  # raises on every rank
         digests = _merge(dist.all_gather_object({name: _sha256(tmp / name) for name in shard_files(tmp, state.rank)}))
-    except BaseException:
+    except BaseException as e:
+        full = disk_full_error(path, e, tmp)  # before the folder goes: its disk's free space is evidence
         if state.rank == 0:
             shutil.rmtree(tmp, ignore_errors=True)
+        if full is not None:
+            raise full from e
         raise
     failure: BaseException | None = None
     if state.rank == 0:
@@ -175,8 +179,8 @@ def save_sharded_checkpoint(
             _after_fsync(path)  # the whole folder is on disk, not yet renamed: a seam for tests
             _replace_folder(tmp, path)
         except BaseException as e:
+            failure = disk_full_error(path, e, tmp) or e  # naming the checkpoint's folder, not its temporary one
             shutil.rmtree(tmp, ignore_errors=True)
-            failure = e
     # Every rank returns once the folder is in place, or raises if rank 0 could not put it there.
     message = None if failure is None else f"{type(failure).__name__}: {failure}"
     if state.world_size > 1:
