@@ -28,6 +28,7 @@ from composer.utils.checkpoint import (
     remove_stale_temporary_files,
     save_checkpoint,
 )
+from composer.utils.checkpoint.naming import refuse_folders_named_like_checkpoints
 from composer.utils.checkpoint.sharded import DCP_INDEX, STATE_FILE, shard_files
 from composer.utils.object_store import BackgroundUploader, RemoteCheckpointFolder, UploadError
 
@@ -168,6 +169,8 @@ class CheckpointSaver(Callback):
             return
         for path in remove_stale_temporary_files(folder):
             log.info("Removed %s, left by a save that was interrupted.", path)
+        if not self.sharded:
+            refuse_folders_named_like_checkpoints(folder, self.filename, self.run_name)  # saving over one would fail
         if self.remote is not None:
             self.remote.clean_up_unfinished_uploads()
         if self.overwrite:

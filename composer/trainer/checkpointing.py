@@ -11,6 +11,7 @@ batches already trained, and only then restores the random states of the moment 
 from __future__ import annotations
 
 import collections
+import contextlib
 import enum
 import itertools
 import logging
@@ -204,7 +205,8 @@ class Checkpointing:
             if chosen is not None and self.remote is not None and self.sharded:
                 path = self._download_sharded(state, chosen)
                 checkpoint = read_checkpoint(path)  # every rank: composer.pt and every shard's checksum
-                restore_checkpoint(state, _without_budget(checkpoint, state), path=path)
+                with _of_this_model(path, self.save_folder):
+                    restore_checkpoint(state, _without_budget(checkpoint, state), path=path)
                 log.info("autoresume: resuming from %s at %s.", self.remote.url.join(chosen), state.timer)
                 self.loaded_path = path
                 _warn_if_inexact(state)
@@ -214,7 +216,8 @@ class Checkpointing:
                 if found is None and self.remote is not None and not path.exists():  # another node: download it too
                     path = self.remote.download(path.relative_to(self.remote.local_folder).as_posix())
                 checkpoint = found[1] if found is not None else read_checkpoint(path)
-                restore_checkpoint(state, _without_budget(checkpoint, state), path=path)
+                with _of_this_model(path, self.save_folder):
+                    restore_checkpoint(state, _without_budget(checkpoint, state), path=path)
                 log.info("autoresume: resuming from %s at %s.", path, state.timer)
                 self.loaded_path = path
                 _warn_if_inexact(state)
@@ -430,6 +433,24 @@ def epoch_batches(state: State, dataloader: Iterable[Any], steps_per_epoch: int 
     if resume_rng is not None:
         state.restore_rng(resume_rng)
     return itertools.islice(iterator, remaining)
+
+
+@contextlib.contextmanager
+def _of_this_model(path: Path, folder: Any) -> Iterator[None]:
+    """Autoresume's restore: a checkpoint whose weights (or optimizer states) do not fit the model, which the loading
+    functions report as a ValueError, is another model's; the error names it and says what to do."""
+    try:
+        yield
+    except CheckpointError:
+        raise
+    except ValueError as e:
+        what = str(e).split(". ", 1)[0]  # what does not fit; the advice after it is for load_path, not for resuming
+        raise CheckpointError(
+            f"autoresume: {path} does not fit this run's model, so it belongs to another model ({what}). To fix: give "
+            "this run another save_folder (or another run_name, where save_folder or save_filename holds "
+            f"{{run_name}}), or remove that model's checkpoints from {folder}.",
+            reason=f"belongs to another model ({what})",
+        ) from e
 
 
 def run_config(arguments: Mapping[str, Any]) -> dict[str, Any]:

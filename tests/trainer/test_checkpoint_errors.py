@@ -4,6 +4,7 @@ name, another model's checkpoint; each through the Trainer."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -11,7 +12,11 @@ import warnings
 from pathlib import Path
 
 import pytest
+import torch
 
+from composer import Trainer
+from composer.utils.checkpoint import CheckpointError
+from tests.common import SimpleModel, make_dataloader
 from tests.distributed.launch import REPO, _env
 
 DISK_WORKER = REPO / "tests" / "trainer" / "disk_full_worker.py"
@@ -78,3 +83,49 @@ def test_a_full_disk_under_a_safetensors_or_sharded_save_says_so_and_leaves_noth
         assert run["error"] == "DiskFullError", (kind, run["message"])
         _assert_says_disk_full(run["message"], name, folder)
         assert run["names"] == [], (kind, run["names"])  # no temporary file or folder is left
+
+
+# ---- what autoresume finds in save_folder ----------------------------------------------------------------------------
+
+
+def _trainer(folder: Path, features: int = 8, **kwargs) -> Trainer:
+    torch.manual_seed(0)
+    model = SimpleModel(num_features=features)
+    return Trainer(
+        model=model,
+        train_dataloader=make_dataloader(num_features=features),
+        optimizers=torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
+        save_folder=str(folder),
+        save_interval="1ba",
+        progress_bar=False,
+        seed=0,
+        **kwargs,
+    )
+
+
+def test_a_folder_named_like_the_newest_checkpoint_is_refused_before_training(tmp_path):
+    _trainer(tmp_path, max_duration="1ba").fit()
+    stray = tmp_path / "ep0-ba2-rank0.pt"  # where batch 2's checkpoint goes: a folder of the user's
+    stray.mkdir()
+    (stray / "notes.txt").write_text("mine")
+    # Refused at the start (autoresume would pass over it to batch 1, and saving batch 2 would then fail).
+    with pytest.raises(ValueError, match=re.escape("holds a folder named like a checkpoint, ep0-ba2-rank0.pt/")) as e:
+        _trainer(tmp_path, max_duration="3ba", autoresume=True)
+    assert f"To fix: move or rename {stray}, or choose another save_folder (or run_name)" in str(e.value)
+    assert (stray / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ep0-ba1-rank0.pt", "ep0-ba2-rank0.pt", "latest-rank0.pt"]
+
+
+def test_autoresume_over_another_models_checkpoint_names_it(tmp_path):
+    _trainer(tmp_path, max_duration="2ba").fit()  # 8 features; then a model of 16 resumes in the same folder
+    newest = tmp_path / "ep0-ba2-rank0.pt"
+    with pytest.raises(CheckpointError) as e:
+        _trainer(tmp_path, features=16, max_duration="4ba", autoresume=True)
+    message = str(e.value)
+    assert f"autoresume: {newest} does not fit this run's model, so it belongs to another model" in message, message
+    assert "shape mismatch for ['module.0.weight: saved (16, 8), model (16, 16)']" in message
+    assert (
+        "To fix: give this run another save_folder (or another run_name, where save_folder or save_filename holds "
+        f"{{run_name}}), or remove that model's checkpoints from {tmp_path}."
+    ) in message
+    assert "load_ignore_keys" not in message  # for fine-tuning from load_path, not for resuming

@@ -12,7 +12,13 @@ from typing import Any
 
 from composer.core.state import State
 
-__all__ = ["FILENAME_FIELDS", "find_checkpoints", "format_checkpoint_name", "prune_checkpoints"]
+__all__ = [
+    "FILENAME_FIELDS",
+    "find_checkpoints",
+    "format_checkpoint_name",
+    "prune_checkpoints",
+    "refuse_folders_named_like_checkpoints",
+]
 
 # The fields a checkpoint file name may use.
 FILENAME_FIELDS = (
@@ -98,6 +104,44 @@ def find_checkpoints(folder: str | Path, pattern: str, run_name: str = "") -> li
     """
     found = _timed_checkpoints(Path(folder), pattern, run_name)
     return [path for _, path in sorted(found, key=lambda item: item[0], reverse=True)]
+
+
+def refuse_folders_named_like_checkpoints(folder: str | Path, pattern: str, run_name: str = "") -> None:
+    """Raises if ``folder`` holds a folder whose name fits ``pattern`` but which is not a sharded checkpoint's (it
+    holds neither ``composer.pt`` nor DCP's index): one-file checkpoints of that name could not be saved over it, and
+    autoresume would pass over it to an older checkpoint. Savers of one-file checkpoints call it before the first
+    save; a sharded checkpoint's folder, complete or not, is left alone.
+
+    Args:
+        folder (str | Path): The save folder.
+        pattern (str): The checkpoint file name pattern.
+        run_name (str): The run's name, for patterns that use ``{run_name}``.
+
+    Raises:
+        ValueError: Naming the first such folder, and what to do.
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> (folder / "ep0-ba12.pt").mkdir()
+        >>> refuse_folders_named_like_checkpoints(folder, "ep{epoch}-ba{batch}.pt")
+        Traceback (most recent call last):
+        ...
+        ValueError: The save folder ... holds a folder named like a checkpoint, ep0-ba12.pt/, ...
+    """
+    from composer.utils.checkpoint.sharded import is_sharded_checkpoint
+
+    stray = [
+        p for _, p in _timed_checkpoints(Path(folder), pattern, run_name) if p.is_dir() and not is_sharded_checkpoint(p)
+    ]
+    if stray:
+        path = min(stray)
+        raise ValueError(
+            f"The save folder {folder} holds a folder named like a checkpoint, {path.relative_to(folder)}/, which is "
+            f"not one (save_filename={pattern!r} names files; it is not a sharded checkpoint's folder either): "
+            "autoresume would pass over it to an older checkpoint, and the checkpoint of that name could not be "
+            f"saved. To fix: move or rename {path}, or choose another save_folder (or run_name)."
+        )
 
 
 def _timed_checkpoints(folder: Path, pattern: str, run_name: str) -> list[tuple[tuple[float, ...], Path]]:
