@@ -180,9 +180,9 @@ def _write_safetensors(path: Path, weights: Mapping[str, torch.Tensor], info: Ma
 def _atomic_write(path: Path, write: Callable[[Path], Any]) -> None:
     """Write to a temporary file next to ``path``, flush it to disk, then rename it into place; raises
     :class:`DiskFullError` when the disk is full."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         write(tmp)
         _after_write(path)
         fd = os.open(tmp, os.O_RDONLY)
