@@ -30,7 +30,13 @@ from composer.utils.checkpoint import (
 )
 from composer.utils.checkpoint.naming import refuse_folders_named_like_checkpoints
 from composer.utils.checkpoint.sharded import DCP_INDEX, STATE_FILE, shard_files
-from composer.utils.object_store import BackgroundUploader, RemoteCheckpointFolder, UploadError
+from composer.utils.object_store import (
+    BackgroundUploader,
+    CheckpointUploads,
+    RemoteCheckpointFolder,
+    UploadError,
+    check_upload_failure_policy,
+)
 
 __all__ = ["CheckpointSaver", "CheckpointSaverHparams"]
 
@@ -60,7 +66,9 @@ class CheckpointSaver(Callback):
     than it. Training waits only when ``max_pending_uploads`` checkpoints are already waiting. An upload that fails
     for good (after ``retry_budget`` seconds of retries) raises :class:`~composer.utils.object_store.UploadError`,
     naming the object and the cause, at the next save or at the end of ``fit`` (``close`` logs it); its local file,
-    and the newest checkpoint uploaded before it, stay in ``folder``. No 'latest' link is made in the store.
+    and the newest checkpoint uploaded before it, stay in ``folder``. With ``on_upload_failure='keep_local'``,
+    training goes on instead (see :mod:`~composer.utils.object_store.checkpoint_uploads`). No 'latest' link is made
+    in the store.
 
     Args:
         folder (str): Where checkpoints go; ``{run_name}`` is filled in. Default: ``'checkpoints'``.
@@ -90,6 +98,9 @@ class CheckpointSaver(Callback):
         sharded (bool): Write sharded checkpoints (a model sharded with FSDP): each checkpoint is a folder into
             which every rank writes its own shards (:mod:`composer.utils.checkpoint.sharded`); ``filename`` then
             names the folder. The Trainer sets it from ``fsdp_config``'s ``state_dict_type``.
+        on_upload_failure (str): With ``remote``, what an upload that fails for good does: ``'raise'`` ends the run;
+            ``'keep_local'`` warns once and trains on, keeping the newest ``num_checkpoints_to_keep`` checkpoints
+            not uploaded locally until the store answers again (one-file checkpoints only).
 
     Attributes:
         folder_path (Path | None): The folder, once known (at ``INIT``), with ``{run_name}`` filled in.
@@ -121,6 +132,7 @@ class CheckpointSaver(Callback):
         check_finite: bool = True,
         remote: RemoteCheckpointFolder | None = None,
         sharded: bool = False,
+        on_upload_failure: str = "raise",
     ) -> None:
         if "{run_name}" in folder + filename + (latest_filename or "") and run_name is None:
             raise ValueError(
@@ -145,8 +157,14 @@ class CheckpointSaver(Callback):
         self.check_finite = check_finite
         self.sharded = sharded
         self.remote = remote
+        self.on_upload_failure = check_upload_failure_policy(on_upload_failure)
+        if on_upload_failure == "keep_local" and sharded:
+            raise ValueError(
+                "on_upload_failure='keep_local' does not support sharded checkpoints yet (fsdp_config's "
+                "state_dict_type='sharded'); use on_upload_failure='raise'."
+            )
         self._uploader: BackgroundUploader | None = None
-        self._uploading: list[Path] = []  # local files queued for upload or being uploaded, oldest first
+        self._uploads: CheckpointUploads | None = None  # one-file checkpoints' uploads, made at the first
         self._uploading_lock = threading.Lock()
         # Sharded: checkpoints saved and not yet counted in the store (local path, name), oldest first; and the names
         # of those whose shards this rank has uploaded (added by the worker thread).
@@ -275,43 +293,32 @@ class CheckpointSaver(Callback):
     # ---- uploading ---------------------------------------------------------------------------------------------
 
     def _upload_later(self, path: Path, folder: Path) -> None:
-        """Queues the upload of ``path`` (waiting while ``max_pending_uploads`` are pending; raising the failure of
-        an earlier upload, if one failed for good)."""
-        remote = self.remote
-        assert remote is not None
-        if self._uploader is None:
-            self._uploader = BackgroundUploader(remote.store.options.max_pending_uploads, name="composer-checkpoint")
-        name = path.relative_to(folder).as_posix()
-        with self._uploading_lock:
-            self._uploading.append(path)
-        try:
-            self._uploader.submit(
-                lambda: self._upload(path, name, folder),
-                f"Uploading checkpoint {name} to {remote.url.join(name)}",
-                note=f"The checkpoint stays at {path}; the store keeps the checkpoints uploaded before it.",
-            )
-        except BaseException:
-            with self._uploading_lock:
-                self._uploading.remove(path)
-            raise
+        """Queues the upload of ``path`` (see :class:`~composer.utils.object_store.CheckpointUploads`)."""
+        self._one_file_uploads(folder).submit(path)
 
-    def _upload(self, path: Path, name: str, folder: Path) -> None:
-        """On the worker thread: upload, prune the store, then drop the local copies older than this one."""
-        remote = self.remote
-        assert remote is not None
-        remote.upload(path, name)
-        log.info("Uploaded %s to %s", path, remote.url.join(name))
-        with self._uploading_lock:
-            self._uploading.remove(path)
-            waiting = set(self._uploading)
-        if self.num_checkpoints_to_keep > 0:
-            remote.prune(self.filename, self.num_checkpoints_to_keep, name, self.run_name)
-        # Locally, this checkpoint (now the newest in the store) stays, and so does every newer file: those waiting
-        # for their upload, and one the training thread may be renaming into place right now.
-        local = find_checkpoints(folder, self.filename, self.run_name)
-        for old in local[local.index(path) + 1 :] if path in local else []:
-            if old not in waiting:
-                old.unlink(missing_ok=True)
+    def upload_missing(self, paths: list[Path]) -> None:
+        """Uploads in the background the local checkpoints ``paths`` that the store lacks (autoresume found them,
+        left by a run whose uploads failed), newest first, then prunes the store. Rank 0's call."""
+        if self.remote is not None and paths:
+            self._one_file_uploads(self._folder()).upload_missing(paths)
+
+    def _one_file_uploads(self, folder: Path) -> CheckpointUploads:
+        assert self.remote is not None
+        if self._uploader is None:
+            self._uploader = BackgroundUploader(
+                self.remote.store.options.max_pending_uploads, name="composer-checkpoint"
+            )
+        if self._uploads is None:
+            self._uploads = CheckpointUploads(
+                self.remote,
+                folder,
+                self.filename,
+                self.run_name,
+                self.num_checkpoints_to_keep,
+                self._uploader,
+                self.on_upload_failure,
+            )
+        return self._uploads
 
     # ---- uploading sharded checkpoints -------------------------------------------------------------------------
     # Every rank uploads its own shard files (on several nodes, no rank has the others' files). A checkpoint counts
@@ -390,7 +397,9 @@ class CheckpointSaver(Callback):
                 shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
 
     def _finish_uploads(self) -> None:
-        if self._uploader is not None:
+        if self._uploads is not None:
+            self._uploads.finish()  # under keep_local with the store down: says which stay only locally
+        elif self._uploader is not None:
             self._uploader.wait()
 
     def fit_end(self, state: State, logger: Logger) -> None:

@@ -218,11 +218,12 @@ class TrainerHparams(Hparams):
     ``progress_bar``, ``log_to_console``, and the checkpointing arguments ``run_name``, ``save_folder``,
     ``save_filename``, ``save_latest_filename``, ``save_interval``, ``save_num_checkpoints_to_keep``,
     ``save_overwrite``, ``save_weights_only``, ``load_path``, ``load_weights_only``, ``load_strict_model_weights``,
-    ``load_ignore_keys``, ``autoresume`` and ``storage_options`` (for ``s3://`` locations), and for runs launched on
-    several processes ``dist_timeout``, ``ddp_sync_strategy``, ``find_unused_parameters`` and ``fsdp_config`` (a
-    mapping of :class:`~composer.trainer.fsdp.FSDPConfig` fields); and ``check_finite`` (stop on a NaN or infinite loss and
-    never checkpoint non-finite weights; false for runs that handle them themselves); and ``profiler`` (true, or a
-    mapping of :class:`~composer.trainer.profiler.Profiler` fields: ``{active: 3, folder: prof/{run_name}}``); and
+    ``load_ignore_keys``, ``autoresume``, ``storage_options`` and ``on_upload_failure`` (for ``s3://`` locations),
+    and for runs launched on several processes ``dist_timeout``, ``ddp_sync_strategy``, ``find_unused_parameters``
+    and ``fsdp_config`` (a mapping of :class:`~composer.trainer.fsdp.FSDPConfig` fields); and ``check_finite`` (stop
+    on a NaN or infinite loss and never checkpoint non-finite weights; false for runs that handle them themselves);
+    and ``profiler`` (true, or a mapping of :class:`~composer.trainer.profiler.Profiler` fields: ``{active: 3,
+    folder: prof/{run_name}}``); and
     ``compile_config`` (true, or a mapping of ``torch.compile`` options such as ``{backend: inductor, mode:
     max-autotune}``, to compile the model's forward; see :mod:`composer.trainer.compilation`).
     """
@@ -265,6 +266,7 @@ class TrainerHparams(Hparams):
     load_ignore_keys: list[str] | None = None
     autoresume: bool = False
     storage_options: dict[str, Any] | None = None
+    on_upload_failure: str = "raise"
     dist_timeout: StrictFloat | StrictInt = 300.0
     ddp_sync_strategy: str = "single_auto_sync"
     find_unused_parameters: bool | None = None

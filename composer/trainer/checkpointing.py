@@ -25,6 +25,7 @@ from typing import Any
 from composer.callbacks.checkpoint_saver import CheckpointSaver, SaveInterval
 from composer.core.state import State
 from composer.core.time import Time
+from composer.trainer.autoresume import newest_local_or_remote
 from composer.utils import dist
 from composer.utils.checkpoint import (
     CheckpointError,
@@ -38,6 +39,7 @@ from composer.utils.object_store import (
     ObjectStoreURL,
     RemoteCheckpointFolder,
     StorageOptions,
+    check_upload_failure_policy,
     is_url,
     parse_location,
     redact,
@@ -83,6 +85,7 @@ class Checkpointing:
         load_ignore_keys: Sequence[str] | None = None,
         autoresume: bool = False,
         storage_options: StorageOptions | Mapping[str, Any] | None = None,
+        on_upload_failure: str = "raise",
         sharded: bool = False,
     ) -> None:
         if autoresume and save_folder is None:
@@ -102,6 +105,7 @@ class Checkpointing:
             )
         if isinstance(load_ignore_keys, str):
             raise TypeError(f"load_ignore_keys={load_ignore_keys!r} must be a list of glob patterns, not a string.")
+        self.on_upload_failure = check_upload_failure_policy(on_upload_failure)
         self.run_name = run_name if run_name is not None else _new_run_name()
         self.storage_options = StorageOptions.from_input(storage_options)
         self.save_folder = None if save_folder is None else format_checkpoint_name(save_folder, run_name=self.run_name)
@@ -147,12 +151,13 @@ class Checkpointing:
         self.load_ignore_keys = list(load_ignore_keys or [])
         self.autoresume = autoresume
         self.loaded_path: Path | None = None
+        self.saver: CheckpointSaver | None = None  # made by make_saver
 
     def make_saver(self, metadata: Mapping[str, Any], check_finite: bool = True) -> CheckpointSaver | None:
         """The callback that saves checkpoints (None without ``save_folder``); ``check_finite``: the Trainer's."""
         if self.save_folder is None:
             return None
-        return CheckpointSaver(
+        self.saver = CheckpointSaver(
             folder=self.save_folder if self.remote is None else str(self.remote.local_folder),
             filename=self.save_filename,
             latest_filename=self.save_latest_filename,
@@ -165,7 +170,9 @@ class Checkpointing:
             check_finite=check_finite,
             remote=self.remote,
             sharded=self.sharded,
+            on_upload_failure=self.on_upload_failure,
         )
+        return self.saver
 
     def load(self, state: State) -> Path | None:
         """Restores the newest valid checkpoint in ``save_folder`` (with ``autoresume``), else ``load_path``.
@@ -185,17 +192,28 @@ class Checkpointing:
             Path | None: The checkpoint loaded, if any.
         """
         if self.autoresume:
-            # Launched: rank 0 picks the checkpoint (or finds that none can be resumed) and every rank follows it.
-            found, refused = self._newest_resumable() if state.rank == 0 else (None, [])
-            error = None
-            # A sharded folder whose upload never finished is what a run stopped in the middle of an upload leaves:
-            # passed over like the others, but no reason to stop.
-            if found is None and [r for r in refused if r[1] != UNFINISHED_UPLOAD] and not self.save_overwrite:
-                error = self._none_resumable(refused)
-            chosen, error = dist.broadcast_object_list([None if found is None else str(found[0]), error])
+            missing: list[Path] = []
+            if self.remote is not None and not self.sharded:
+                # The newest of the store's and every rank's local folder's, the same on every rank.
+                resumption = newest_local_or_remote(self.remote, self.save_filename, self.run_name)
+                found, missing = resumption.found, resumption.missing
+                refused = [(Path(name), why) for name, why in resumption.refused]
+                chosen = None if found is None else str(found[0])
+                error = (
+                    None if found is not None or not refused or self.save_overwrite else self._none_resumable(refused)
+                )
+            else:
+                # Launched: rank 0 picks the checkpoint (or finds that none can be resumed) and every rank follows it.
+                found, refused = self._newest_resumable() if state.rank == 0 else (None, [])
+                error = None
+                # A sharded folder whose upload never finished is what a run stopped in the middle of an upload
+                # leaves: passed over like the others, but no reason to stop.
+                if found is None and [r for r in refused if r[1] != UNFINISHED_UPLOAD] and not self.save_overwrite:
+                    error = self._none_resumable(refused)
+                chosen, error = dist.broadcast_object_list([None if found is None else str(found[0]), error])
             if error is not None:
                 raise CheckpointError(error)
-            if refused:  # one warning for them all (rank 0 knows them)
+            if refused and state.rank == 0:  # one warning for them all
                 outcome = f"resumes from {found[0]}" if found is not None else "is training from the start"
                 warnings.warn(
                     f"autoresume skips {len(refused)} checkpoint(s) in {self.save_folder} that cannot be resumed "
@@ -221,6 +239,8 @@ class Checkpointing:
                 log.info("autoresume: resuming from %s at %s.", path, state.timer)
                 self.loaded_path = path
                 _warn_if_inexact(state)
+                if missing and self.saver is not None:  # newer local checkpoints than the store's (rank 0)
+                    self.saver.upload_missing(missing)
                 return path
             log.info("autoresume: no checkpoint in %s to resume from; training from the start.", self.save_folder)
         if self.sharded and self._remote_load is not None:
@@ -301,8 +321,8 @@ class Checkpointing:
 
     def _newest_resumable(self) -> tuple[tuple[Path, dict[str, Any]] | None, list[tuple[Path, str]]]:
         """The newest checkpoint in ``save_folder`` that reads back and holds the whole training state (None if
-        there is none), and the newer ones refused on the way, each with what is wrong with it. In an object store,
-        the candidates are downloaded one at a time, newest first, each verified against its uploaded checksum."""
+        there is none), and the newer ones refused on the way, each with what is wrong with it. In an object store
+        (sharded checkpoints; one-file ones: :mod:`composer.trainer.autoresume`), each candidate is checked there."""
         assert self.save_folder is not None
         refused: list[tuple[Path, str]] = []
         remote = self.remote
@@ -321,7 +341,7 @@ class Checkpointing:
                         return (Path(candidate), checkpoint), refused
                     path = Path(candidate)
                 else:
-                    path = candidate if remote is None else remote.download(candidate)
+                    path = candidate
                     checkpoint = read_checkpoint(path)
             except CheckpointError as e:
                 refused.append((Path(candidate), e.reason))

@@ -146,6 +146,8 @@ class Trainer:
             ``retry_budget`` (seconds), ``max_pending_uploads``, multipart settings, ``local_folder``; see
             :class:`~composer.utils.object_store.StorageOptions`. Credentials come from the standard AWS chain, never
             from here. The store is checked by the constructor (URL, credentials, bucket, write access).
+        on_upload_failure (str): An upload that fails for good: ``'raise'`` ends the run; ``'keep_local'`` warns
+            once, trains on and keeps the newest ``save_num_checkpoints_to_keep`` locally until the store answers.
         dist_timeout (float): Launched on several processes: seconds any collective may wait before the job fails
             (a rank that raised or hangs makes the others stop within this time instead of hanging).
         ddp_sync_strategy (str | DDPSyncStrategy): When gradients are all-reduced under gradient accumulation:
@@ -262,6 +264,7 @@ class Trainer:
         load_ignore_keys: Sequence[str] | None = None,
         autoresume: bool = False,
         storage_options: Mapping[str, Any] | None = None,
+        on_upload_failure: str = "raise",
         dist_timeout: float = 300.0,
         ddp_sync_strategy: str | DDPSyncStrategy = DDPSyncStrategy.SINGLE_AUTO_SYNC,
         find_unused_parameters: bool | None = None,
@@ -316,6 +319,7 @@ class Trainer:
             load_ignore_keys=load_ignore_keys,
             autoresume=autoresume,
             storage_options=storage_options,
+            on_upload_failure=on_upload_failure,
             sharded=self.parallel.sharded_checkpoints,
         )
         self.run_name = self.checkpointing.run_name

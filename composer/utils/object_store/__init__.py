@@ -7,19 +7,28 @@ One concept per module:
 * :mod:`~composer.utils.object_store.s3`: :class:`S3ObjectStore`, upload/download/list/delete/head with retries;
 * :mod:`~composer.utils.object_store.uploader`: :class:`BackgroundUploader`, a worker thread with a bounded queue;
 * :mod:`~composer.utils.object_store.checkpoint_folder`: :class:`RemoteCheckpointFolder`, a run's checkpoints in
-  a store, ranked and pruned like a local folder and verified by SHA-256.
+  a store, ranked and pruned like a local folder and verified by SHA-256;
+* :mod:`~composer.utils.object_store.checkpoint_uploads`: :class:`CheckpointUploads`, a run's checkpoints uploaded
+  as they are saved, and the ``on_upload_failure`` policy.
 
 Why boto3, and how uploads are made safe, is in this package's README.md.
 """
 
 from composer.utils.object_store.checkpoint_folder import RemoteCheckpointFolder, file_sha256
+from composer.utils.object_store.checkpoint_uploads import (
+    UPLOAD_FAILURE_POLICIES,
+    CheckpointUploads,
+    check_upload_failure_policy,
+)
 from composer.utils.object_store.options import StorageOptions
 from composer.utils.object_store.s3 import ObjectInfo, ObjectStoreError, S3ObjectStore, is_boto3_available
 from composer.utils.object_store.uploader import BackgroundUploader, UploadError
 from composer.utils.object_store.url import ObjectStoreURL, is_url, parse_location, redact
 
 __all__ = [
+    "UPLOAD_FAILURE_POLICIES",
     "BackgroundUploader",
+    "CheckpointUploads",
     "ObjectInfo",
     "ObjectStoreError",
     "ObjectStoreURL",
@@ -27,6 +36,7 @@ __all__ = [
     "S3ObjectStore",
     "StorageOptions",
     "UploadError",
+    "check_upload_failure_policy",
     "file_sha256",
     "is_boto3_available",
     "is_url",

@@ -28,7 +28,7 @@ from composer.utils.object_store.options import StorageOptions
 from composer.utils.object_store.s3 import ObjectInfo, S3ObjectStore
 from composer.utils.object_store.url import ObjectStoreURL
 
-__all__ = ["SHA256_METADATA_KEY", "UNFINISHED_UPLOAD", "RemoteCheckpointFolder", "file_sha256"]
+__all__ = ["SHA256_METADATA_KEY", "UNFINISHED_UPLOAD", "RemoteCheckpointFolder", "file_sha256", "rank_checkpoint_names"]
 
 log = logging.getLogger(__name__)
 
@@ -91,12 +91,32 @@ class RemoteCheckpointFolder:
 
     # ---- ranking -----------------------------------------------------------------------------------------------
 
-    def newest_first(self, pattern: str, run_name: str = "") -> list[str]:
+    def listing(self) -> dict[str, float]:
+        """The objects in the folder, name (relative to the folder) -> modification time: those a writer of this
+        library could have made. A name that is both an object and a folder of objects (``x.pt`` and
+        ``x.pt/notes.txt``) cannot be a checkpoint both ways: the objects that are not are passed over, with a
+        warning that names them."""
+        times: dict[str, float] = {}
+        for info in self._objects():
+            name = self.url.name_of(info.key)
+            if not name or name.endswith("/") or any(part in ("", ".", "..") for part in name.split("/")):
+                continue  # not a file name this library writes
+            times[name] = info.last_modified
+        strays = _strays(times)
+        if strays:
+            listed = ", ".join(str(self.url.join(name)) for name in sorted(strays))
+            warnings.warn(
+                f"{self.url} holds objects that are not checkpoints, passed over (a name that is both an object and "
+                f"a folder of objects): {listed}. Move or delete them.",
+                stacklevel=3,
+            )
+        return {name: when for name, when in times.items() if name not in strays}
+
+    def newest_first(self, pattern: str, run_name: str = "", also: Mapping[str, float] | None = None) -> list[str]:
         """The names (relative to the folder) of the checkpoints of ``pattern`` in the store, newest first (a
-        sharded checkpoint's folder among them, complete or not)."""
-        with tempfile.TemporaryDirectory(prefix="composer-listing-") as scratch:
-            mirror = self._mirror(Path(scratch))
-            return [mirror[path] for path in find_checkpoints(scratch, pattern, run_name)]
+        sharded checkpoint's folder among them, complete or not); ``also``: more names (name -> modification time:
+        local checkpoints, say) ranked with them."""
+        return rank_checkpoint_names({**self.listing(), **(also or {})}, pattern, run_name)
 
     def prune(self, pattern: str, keep: int, newest: str, run_name: str = "") -> list[str]:
         """Deletes the checkpoints of ``pattern`` in the store, all but the newest ``keep`` (``newest``, just
@@ -106,7 +126,7 @@ class RemoteCheckpointFolder:
         finished (no ``composer.pt``) does not count among the ``keep``; it is deleted once it ranks older than
         ``newest`` (one ranked newer may be another rank's upload in progress). Returns the names deleted."""
         with tempfile.TemporaryDirectory(prefix="composer-listing-") as scratch:
-            mirror = self._mirror(Path(scratch))
+            mirror = _mirror(Path(scratch), self.listing())
             ranked = find_checkpoints(scratch, pattern, run_name)
             folders = {mirror[p] for p in ranked if p.is_dir()}
             unfinished = [p for p in ranked if p.is_dir() and not (p / STATE_FILE).is_file()]
@@ -130,41 +150,6 @@ class RemoteCheckpointFolder:
         keys = [info.key for info in self.store.list_objects(self.url.key(name) + "/")]
         for key in sorted(keys, key=lambda k: not k.endswith("/" + STATE_FILE)):
             self.store.delete(key)
-
-    def _mirror(self, scratch: Path) -> dict[Path, str]:
-        """Empty files under ``scratch`` named and timed like the objects in the folder (a sharded checkpoint's
-        folder as a folder, timed like its newest object); mirror path -> name, for folders too."""
-        mirror: dict[Path, str] = {}
-        folder_times: dict[Path, float] = {}
-        times: dict[str, float] = {}
-        for info in self._objects():
-            name = self.url.name_of(info.key)
-            if not name or name.endswith("/") or any(part in ("", ".", "..") for part in name.split("/")):
-                continue  # not a file name this library writes
-            times[name] = info.last_modified
-        strays = _strays(times)
-        if strays:
-            warnings.warn(
-                f"{self.url} holds objects that are not checkpoints, passed over (a name that is both an object and "
-                f"a folder of objects): {', '.join(str(self.url.join(name)) for name in sorted(strays))}. Move or delete them.",
-                stacklevel=3,
-            )
-        for name, modified in times.items():
-            if name in strays:
-                continue
-            parts = name.split("/")
-            path = scratch.joinpath(*parts)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.touch()
-            os.utime(path, (modified, modified))
-            mirror[path] = name
-            for i in range(1, len(parts)):
-                parent = scratch.joinpath(*parts[:i])
-                mirror[parent] = "/".join(parts[:i])
-                folder_times[parent] = max(folder_times.get(parent, 0.0), modified)
-        for parent, when in folder_times.items():  # once every file is in: creating them touched the folders
-            os.utime(parent, (when, when))
-        return mirror
 
     def _objects(self) -> list[ObjectInfo]:
         return self.store.list_objects(self.url.key(""))
@@ -277,6 +262,45 @@ class RemoteCheckpointFolder:
         for key in aborted:
             log.info("Aborted the unfinished upload of %s, left by a run that stopped while uploading.", key)
         return aborted
+
+
+def rank_checkpoint_names(times: Mapping[str, float], pattern: str, run_name: str = "") -> list[str]:
+    """The names among ``times`` (name -> modification time) of checkpoints of ``pattern``, newest first, by the
+    rules of :func:`~composer.utils.checkpoint.find_checkpoints` (over a mirror of empty files, named and timed so).
+
+    Example:
+        >>> times = {"ep0-ba4.pt": 1.0, "ep1-ba12.pt": 2.0, "ep0-ba8.pt": 3.0, "notes.txt": 4.0}
+        >>> rank_checkpoint_names(times, "ep{epoch}-ba{batch}.pt")
+        ['ep1-ba12.pt', 'ep0-ba8.pt', 'ep0-ba4.pt']
+    """
+    with tempfile.TemporaryDirectory(prefix="composer-listing-") as scratch:
+        mirror = _mirror(Path(scratch), times)
+        return [mirror[path] for path in find_checkpoints(scratch, pattern, run_name)]
+
+
+def _mirror(scratch: Path, times: Mapping[str, float]) -> dict[Path, str]:
+    """Empty files under ``scratch`` named and timed like ``times`` (name -> modification time; a sharded
+    checkpoint's folder as a folder, timed like its newest file); mirror path -> name, for folders too. Names that
+    clash with another (see :func:`_strays`) are left out."""
+    mirror: dict[Path, str] = {}
+    folder_times: dict[Path, float] = {}
+    strays = _strays(times)
+    for name, modified in times.items():
+        if name in strays:
+            continue
+        parts = name.split("/")
+        path = scratch.joinpath(*parts)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+        os.utime(path, (modified, modified))
+        mirror[path] = name
+        for i in range(1, len(parts)):
+            parent = scratch.joinpath(*parts[:i])
+            mirror[parent] = "/".join(parts[:i])
+            folder_times[parent] = max(folder_times.get(parent, 0.0), modified)
+    for parent, when in folder_times.items():  # once every file is in: creating them touched the folders
+        os.utime(parent, (when, when))
+    return mirror
 
 
 def _strays(names: Mapping[str, object]) -> set[str]:
