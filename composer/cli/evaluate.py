@@ -1,5 +1,10 @@
 """``composer eval -f RECIPE.yaml load_path=CHECKPOINT [key=value ...]``: evaluate a recipe's trained model.
 
+It scores exactly the checkpoint ``load_path`` names (a folder: its newest checkpoint), and says which, with the
+checkpoint's epoch and batch, on the first line of its output; the metrics follow. The recipe that trained the run
+works as it is: evaluation writes nothing and resumes nothing, so the recipe's ``autoresume``, ``save_folder``,
+``checkpoint_saver`` callback and loggers are left out (a line on standard error says which).
+
 Without ``load_path`` the model would be scored with the random weights it starts from, which is rarely what anyone
 wants and easy to miss in the numbers; that is refused unless ``--random-init`` asks for it.
 """
@@ -7,10 +12,17 @@ wants and easy to miss in the numbers; that is refused unless ``--random-init`` 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import dataclasses
+import sys
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
 
 from composer.cli.train import add_recipe_arguments, format_metrics
 from composer.config import ConfigError, load_recipe, to_yaml
+
+if TYPE_CHECKING:
+    from composer.config import TrainerHparams
+    from composer.trainer import Trainer
 
 __all__ = ["add_parser"]
 
@@ -68,9 +80,57 @@ def _run(args: argparse.Namespace) -> int:
             except ConfigError as error:
                 problems.insert(0, error)
         raise ConfigError.combine(problems)
+    config, left_out = _for_evaluation(config)
+    if left_out:
+        print(f"composer eval: left out {', '.join(left_out)}: evaluation saves and resumes nothing.", file=sys.stderr)
     with config.initialize_object() as trainer:
-        print(format_metrics(trainer.eval()))
+        scored = _scored(config, trainer)
+        metrics = trainer.eval()
+    print(scored)
+    print(format_metrics(metrics))
     return 0
+
+
+def _for_evaluation(config: TrainerHparams) -> tuple[TrainerHparams, list[str]]:
+    """The recipe without what would pick another checkpoint than ``load_path`` or write files, and those keys."""
+    changes: dict[str, Any] = {}
+    left_out: list[str] = []
+    if config.autoresume:  # it would score the newest checkpoint in save_folder instead of load_path
+        changes["autoresume"] = False
+        left_out.append("autoresume")
+    if config.save_folder is not None:  # its saver refuses a folder that holds the run's checkpoints
+        changes["save_folder"] = None
+        left_out.append("save_folder")
+    if "checkpoint_saver" in config.callbacks:
+        changes["callbacks"] = {k: v for k, v in config.callbacks.items() if k != "checkpoint_saver"}
+        left_out.append("callbacks.checkpoint_saver")
+    if config.loggers:  # a file logger would cut the training run's log back to the checkpoint's length
+        changes["loggers"] = {}
+        left_out.append(f"loggers ({', '.join(config.loggers)})")
+    return dataclasses.replace(config, **changes), left_out
+
+
+def _scored(config: TrainerHparams, trainer: Trainer) -> str:
+    """``checkpoint: WHERE (epoch E, batch B)``: the checkpoint loaded, as named (its file, when a folder was)."""
+    if config.load_path is None:
+        return "checkpoint: none (--random-init: the model's initial weights)"
+    named = str(config.load_path).rstrip("/")
+    loaded = trainer.checkpointing.loaded_path
+    where = named if loaded is None or loaded.name == PurePosixPath(named).name else f"{named}/{loaded.name}"
+    return f"checkpoint: {where} ({_when(trainer, loaded, config.load_weights_only)})"
+
+
+def _when(trainer: Trainer, loaded: Path | None, weights_only: bool) -> str:
+    """The checkpoint's epoch and batch: the timer it restored, or (weights only) the one it holds."""
+    if not weights_only:
+        timer = trainer.state.timer
+        return f"epoch {int(timer.epoch)}, batch {int(timer.batch)}"
+    from composer.utils.checkpoint import read_checkpoint
+
+    saved = read_checkpoint(loaded)["state"].get("timer") if loaded is not None and loaded.exists() else None
+    if saved is None:
+        return "saved with its weights only: no epoch or batch recorded"
+    return f"epoch {saved['epoch']}, batch {saved['batch']}"
 
 
 def add_parser(subparsers: Any) -> None:

@@ -34,7 +34,9 @@ def test_eval_reads_a_checkpoint(tmp_path, capsys):
     checkpoint = tmp_path / "ckpt" / "latest-rank0.pt"
     assert checkpoint.exists()
     assert main(["eval", "-f", str(recipe), f"load_path={checkpoint}", "load_weights_only=true"]) == 0
-    assert capsys.readouterr().out == trained  # the trained weights give the same metrics
+    scored = capsys.readouterr().out.splitlines()
+    assert scored[0].startswith(f"checkpoint: {checkpoint} (epoch ") and scored[0].endswith(", batch 2)")
+    assert scored[1:] == trained.splitlines()  # the trained weights give the same metrics
 
 
 def test_list_has_a_line_for_every_registered_name(capsys):

@@ -105,4 +105,6 @@ def test_eval_without_load_path_is_refused_unless_random_init_is_asked_for(tmp_p
         "load_path",
     ]
     assert main(["eval", "-f", recipe, "--random-init"]) == 0
-    assert capsys.readouterr().out.startswith("metrics/eval/Accuracy: ")
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "checkpoint: none (--random-init: the model's initial weights)"
+    assert out[1].startswith("metrics/eval/Accuracy: ")
