@@ -290,6 +290,30 @@ class CheckpointSaver(Callback):
             self.saved_checkpoints = [p for p in self.saved_checkpoints if p == path or p.exists()]
         return path
 
+    def save_now(self, state: State, deadline: float) -> bool:
+        """For a job told to stop (:mod:`composer.trainer.preemption`): saves this batch's checkpoint, unless one was
+        saved at this batch, then waits for the uploads until ``time.monotonic()`` reaches ``deadline`` at the latest.
+
+        Every rank calls it. At the deadline the uploads still running are left to the worker thread (which ends with
+        the process) and :meth:`close` no longer waits for them: the checkpoint stays in the local folder.
+
+        Returns:
+            bool: Whether the checkpoint is complete in the store (as this rank knows; True without a store).
+
+        Raises:
+            UploadError: If an upload failed for good.
+        """
+        if self._last_saved != state.timer.batch.value:
+            self.save(state)
+        if self.remote is None or self._uploader is None:
+            return True
+        if self.sharded:  # a collective: what every rank has uploaded by the deadline counts now
+            self._commit_sharded_uploads(state, wait=True, deadline=deadline)
+        done = self._uploader.wait_until(deadline) and not self._awaiting_commit
+        if not done:
+            self._uploader = None
+        return done
+
     # ---- uploading ---------------------------------------------------------------------------------------------
 
     def _upload_later(self, path: Path, folder: Path) -> None:
@@ -345,15 +369,17 @@ class CheckpointSaver(Callback):
         with self._uploading_lock:
             self._shards_uploaded.add(name)
 
-    def _commit_sharded_uploads(self, state: State, wait: bool) -> None:
-        """Every rank says which checkpoints it has uploaded its shards of (``wait``: after its uploads finish); rank
-        0 queues the upload of DCP's index and composer.pt of those that every rank has, oldest first, then the
-        pruning. An upload that failed on any rank raises :class:`UploadError` on every rank."""
+    def _commit_sharded_uploads(self, state: State, wait: bool, deadline: float | None = None) -> None:
+        """Every rank says which checkpoints it has uploaded its shards of (``wait``: after its uploads finish, or
+        ``deadline`` comes); rank 0 queues the upload of DCP's index and composer.pt of those that every rank has,
+        oldest first, then the pruning. An upload that failed on any rank raises :class:`UploadError` on every rank."""
         if not self._awaiting_commit:
             return
         failure = None
         try:
-            if self._uploader is not None:
+            if self._uploader is not None and wait and deadline is not None:
+                self._uploader.wait_until(deadline)
+            elif self._uploader is not None:
                 self._uploader.wait() if wait else self._uploader.check()
         except UploadError as e:
             failure = f"rank {state.rank}: {e}"

@@ -4,6 +4,11 @@ A user's mistakes (a :class:`~composer.config.ConfigError`: unknown name, missin
 range, missing or malformed data, a model that does not fit its data) print one message to standard error and exit
 with status 2, without a traceback: one line for one problem, or a first line with the count and one line per problem,
 each named by its recipe key. argparse reports malformed command lines the same way.
+
+Exit status: 0 on success; 2 for a mistake in the command line or the recipe; 75 (``EX_TEMPFAIL``: run the same
+command again) when a SIGTERM or SIGINT stopped training: the Trainer finished the batch, saved a checkpoint (with
+``save_folder``; the message names it) and raised :class:`~composer.trainer.preemption.Preempted`; 130 for another
+Ctrl-C (outside training, or with ``handle_sigint: false``); 141 when the reader of the output went away.
 """
 
 from __future__ import annotations
@@ -17,7 +22,10 @@ from collections.abc import Sequence
 from composer.cli import launch
 from composer.config import ConfigError
 
-__all__ = ["build_parser", "main"]
+__all__ = ["PREEMPTED", "build_parser", "main"]
+
+PREEMPTED = 75
+"""The exit status of a run stopped by SIGTERM or SIGINT, its checkpoint saved (``EX_TEMPFAIL``: try again)."""
 
 
 # Subcommand -> module; a module is imported only when its subcommand can run (``launch`` alone skips the models).
@@ -61,13 +69,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as error:
         print(f"composer {args.command}: error: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"composer {args.command}: interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:  # the reader went away (`composer list | head`): stop quietly, as Unix tools do
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - Python flushes stdout at exit; give it somewhere to go
         return 141
+    except BaseException as error:  # Ctrl-C, and the Trainer's Preempted (under SIGINT a KeyboardInterrupt too)
+        if _preempted(error):
+            print(f"composer {args.command}: {error}", file=sys.stderr)
+            return PREEMPTED
+        if not isinstance(error, KeyboardInterrupt):
+            raise
+        print(f"composer {args.command}: interrupted", file=sys.stderr)
+        return 130
     return code
+
+
+def _preempted(error: BaseException) -> bool:
+    """Whether ``error`` is the Trainer's :class:`~composer.trainer.preemption.Preempted`; looked up only when the
+    Trainer was imported (importing it here would import torch for every command)."""
+    preemption = sys.modules.get("composer.trainer.preemption")
+    return preemption is not None and isinstance(error, preemption.Preempted)
 
 
 if __name__ == "__main__":

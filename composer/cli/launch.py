@@ -8,6 +8,10 @@ gives the equivalent commands for one and several nodes.
 
 Exit status: 0 when every worker succeeds; the failed worker's exit status when one fails (128 + the signal number
 when a signal killed it), after torchrun has stopped the others; 2 for a malformed command line or a missing script.
+
+Stopped by SIGTERM or SIGINT, torchrun passes the signal on to every worker and kills them ``--shutdown-timeout``
+seconds later (default here: 30, longer than the Trainer's ``preemption_grace_period`` of 20 s, in which the workers
+save a checkpoint and stop: :mod:`composer.trainer.preemption`); the status is then 128 + the signal number.
 """
 
 from __future__ import annotations
@@ -24,6 +28,11 @@ from typing import Any
 from composer.config import ConfigError
 
 __all__ = ["add_parser", "launch", "route", "torchrun_args"]
+
+SHUTDOWN_TIMEOUT = 30
+"""Seconds torchrun waits, after passing SIGTERM or SIGINT on, before it kills the workers: the Trainer's default
+``preemption_grace_period`` (20 s, to save and upload a checkpoint) plus 10 s to close and exit; Kubernetes' default
+grace period (30 s) bounds it anyway."""
 
 # The spellings of the process count that make ``composer -n N ...`` mean ``composer launch -n N ...``.
 _SHORT_FORM = re.compile(r"-n\d*|--nproc(=.*)?")
@@ -57,6 +66,7 @@ def torchrun_args(
     rdzv_conf: str | None = None,
     max_restarts: int = 0,
     module: bool = False,
+    shutdown_timeout: int | None = None,
 ) -> list[str]:
     """The ``torchrun`` argument list that runs ``script`` on ``nproc`` processes per node.
 
@@ -77,6 +87,7 @@ def torchrun_args(
         rdzv_conf: Extra rendezvous settings, ``key1=value1,key2=value2``.
         max_restarts: How often torchrun restarts the workers after a failure before giving up.
         module: Run ``script`` as a module, like ``python -m``.
+        shutdown_timeout: Seconds between passing a SIGTERM or SIGINT on to the workers and killing them.
 
     Example:
         >>> torchrun_args(2, "train.py", ["--lr", "0.1"])
@@ -93,6 +104,7 @@ def torchrun_args(
         "--rdzv-endpoint": rdzv_endpoint,
         "--rdzv-id": rdzv_id,
         "--rdzv-conf": rdzv_conf,
+        "--shutdown-timeout": shutdown_timeout,
     }
     args += [item for flag, value in optional.items() if value is not None for item in (flag, str(value))]
     if module:
@@ -146,6 +158,12 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expects a whole number of seconds, at least 1, received {text!r}")
+    return int(text)
+
+
 def _nnodes(text: str) -> str:
     if not re.fullmatch(r"[1-9]\d*(:[1-9]\d*)?", text):
         raise argparse.ArgumentTypeError(f"expects N or MIN:MAX with positive whole numbers, received {text!r}")
@@ -174,6 +192,7 @@ def _run(args: argparse.Namespace) -> int:
     _check(args)
     options = {name: getattr(args, name) for name in ("node_rank", "master_addr", "master_port", "max_restarts")}
     options |= {name: getattr(args, name) for name in ("rdzv_backend", "rdzv_endpoint", "rdzv_id", "rdzv_conf")}
+    options["shutdown_timeout"] = args.shutdown_timeout
     return launch(
         torchrun_args(args.nproc, args.script, args.script_args, nnodes=args.nnodes, module=args.module, **options)
     )
@@ -197,6 +216,15 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--rdzv-id", "--rdzv_id", help="job id shared by every node")
     parser.add_argument("--rdzv-conf", "--rdzv_conf", help="extra rendezvous settings, key=value,key=value")
     parser.add_argument("--max-restarts", type=int, default=0, help="worker restarts before giving up (default: 0)")
+    parser.add_argument(
+        "--shutdown-timeout",
+        "--shutdown_timeout",
+        type=_seconds,
+        default=SHUTDOWN_TIMEOUT,
+        metavar="SECONDS",
+        help="after a SIGTERM or SIGINT, seconds the workers have to save and stop before SIGKILL (default: "
+        f"{SHUTDOWN_TIMEOUT}; keep it above the Trainer's preemption_grace_period)",
+    )
     parser.add_argument("-m", "--module", action="store_true", help="run SCRIPT as a module, like python -m")
     # Optional for argparse, checked in _check: argparse would name ARGS as missing too, though they may be empty.
     parser.add_argument("script", nargs="?", metavar="SCRIPT", help="the Python file each process runs")

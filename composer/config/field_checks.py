@@ -349,6 +349,9 @@ def value_problems(values: Mapping[str, Any]) -> list[ConfigError]:
             )
         )
     problems += _positive_number(values, "dist_timeout", "seconds to wait for the other processes", "300.0")
+    problems += _positive_number(
+        values, "preemption_grace_period", "seconds to save a checkpoint after a SIGTERM (under 30)", "20.0"
+    )
     problems += _device_problems(values)
     problems += _fsdp_problems(values)
     problems += _profiler_problems(values)

@@ -225,7 +225,9 @@ class TrainerHparams(Hparams):
     and ``profiler`` (true, or a mapping of :class:`~composer.trainer.profiler.Profiler` fields: ``{active: 3,
     folder: prof/{run_name}}``); and
     ``compile_config`` (true, or a mapping of ``torch.compile`` options such as ``{backend: inductor, mode:
-    max-autotune}``, to compile the model's forward; see :mod:`composer.trainer.compilation`).
+    max-autotune}``, to compile the model's forward; see :mod:`composer.trainer.compilation`); and
+    ``preemption_grace_period`` (seconds, after a SIGTERM, to save and upload a checkpoint before ``fit`` stops) and
+    ``handle_sigint`` (false: Ctrl-C interrupts at once, saving nothing); see :mod:`composer.trainer.preemption`.
     """
 
     model: ModelHparams
@@ -260,6 +262,8 @@ class TrainerHparams(Hparams):
     save_num_checkpoints_to_keep: StrictInt = -1
     save_overwrite: bool = False
     save_weights_only: bool = False
+    preemption_grace_period: StrictFloat | StrictInt = 20.0
+    handle_sigint: bool = True
     load_path: str | None = None
     load_weights_only: bool = False
     load_strict_model_weights: bool = True

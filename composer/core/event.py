@@ -61,6 +61,7 @@ class Event(Enum, metaclass=_EventMeta):
                 BATCH_END
                 evaluation, if an evaluator is due (EVAL_START ... EVAL_END)
                 BATCH_CHECKPOINT
+                after a SIGTERM or SIGINT: save this batch, close, raise Preempted (no more events; see below)
                 stop here if the run is over or state.stop_training() was called
             EPOCH_END
             evaluation, if an evaluator is due
@@ -82,6 +83,14 @@ class Event(Enum, metaclass=_EventMeta):
     failed; ``AFTER_TRAIN_BATCH`` and everything after it fire once, for the attempt that succeeded. Evaluation
     likewise: a batch that runs out of memory is split into parts, each firing ``EVAL_BEFORE_FORWARD`` and
     ``EVAL_AFTER_FORWARD``, while ``EVAL_BATCH_START`` and ``EVAL_BATCH_END`` fire once per batch.
+
+    A SIGTERM or SIGINT while ``fit`` runs (:mod:`composer.trainer.preemption`) ends it after ``BATCH_CHECKPOINT`` of
+    the batch in progress (launched: of the batch the ranks agree on): the Trainer's checkpoint saver saves that batch
+    (if it did not just do so) and waits for its upload within the grace period, the callbacks and loggers are
+    closed (``close``, then ``post_close``) as after any error, and ``fit`` raises ``Preempted``. ``EPOCH_END``,
+    ``EPOCH_CHECKPOINT`` and ``FIT_END`` do not fire: the run has not ended (a rerun with ``autoresume`` continues the
+    epoch and fires them), and ``FIT_END`` is where callbacks finish a completed run (waiting for every upload without
+    a deadline, exporting, summarising), for which a grace period of seconds has no room.
 
     ``TRAINING_START`` and ``TRAINING_END`` are deprecated aliases of ``FIT_START`` and ``FIT_END``.
 

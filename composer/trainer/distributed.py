@@ -461,28 +461,32 @@ def lockstep_batches(batches: Iterable[Any], pad: Callable[[Any], None] | None) 
             pad(last)
 
 
-def batch_totals(spec: DataSpec, num_samples: int, num_tokens: int | None) -> tuple[int, int]:
-    """The samples and tokens of one batch over all ranks (tokens: 0 when the data has none), for the timer.
+def batch_totals(
+    spec: DataSpec, num_samples: int, num_tokens: int | None, flag: bool = False
+) -> tuple[int, int, bool | None]:
+    """The samples and tokens of one batch over all ranks (tokens: 0 when the data has none), for the timer, and
+    whether any rank's ``flag`` is set (None when that is not known: no all-reduce was needed).
 
     When every rank's batches are as large (a DataLoader over a ``DistributedSampler`` with a ``batch_size``,
     samples counted the default way) and the data has no tokens, that is ``num_samples x world_size``, exactly and
-    without communicating; otherwise the counts are summed with an all-reduce (token counts differ across ranks).
-    Unlaunched: the counts as they are.
+    without communicating; otherwise the counts are summed with an all-reduce (token counts differ across ranks),
+    which carries ``flag`` too (the Trainer's request to stop: :class:`~composer.trainer.preemption.StopAgreement`).
+    Unlaunched: the counts as they are, and ``flag``.
 
     Example:
         >>> batch_totals(DataSpec([]), 8, None)
-        (8, 0)
+        (8, 0, False)
     """
     if not torch.distributed.is_initialized() or torch.distributed.get_world_size() == 1:  # per batch: keep it cheap
-        return num_samples, num_tokens or 0
+        return num_samples, num_tokens or 0, flag
     world_size = torch.distributed.get_world_size()
     if num_tokens is None and _even_batches(spec, world_size):
-        return num_samples * world_size, 0
+        return num_samples * world_size, 0, None
     device = dist.collective_device()
-    totals = torch.tensor([num_samples, num_tokens or 0], dtype=torch.int64, device=device)
+    totals = torch.tensor([num_samples, num_tokens or 0, int(flag)], dtype=torch.int64, device=device)
     dist.all_reduce(totals)
-    samples, tokens = totals.tolist()
-    return samples, tokens
+    samples, tokens, flags = totals.tolist()
+    return samples, tokens, flags > 0
 
 
 def _even_batches(spec: DataSpec, world_size: int) -> bool:

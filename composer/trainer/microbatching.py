@@ -77,6 +77,8 @@ __all__ = [
     "is_out_of_memory",
     "join_outputs",
     "next_grad_accum",
+    "sum_losses",
+    "weight_loss",
 ]
 
 log = logging.getLogger(__name__)
@@ -145,6 +147,34 @@ def join_outputs(parts: Sequence[Any]) -> Any:
     if isinstance(first, (tuple, list)) and not hasattr(first, "_fields"):
         return type(first)(join_outputs([part[i] for part in parts]) for i in range(len(first)))
     return list(parts)
+
+
+def sum_losses(loss: Any) -> torch.Tensor:
+    """One tensor to backpropagate from a loss that may be a tensor, or a sequence or mapping of tensors.
+
+    Example:
+        >>> sum_losses({"ce": torch.tensor(1.5), "aux": torch.tensor(0.5)})
+        tensor(2.)
+    """
+    if isinstance(loss, torch.Tensor):
+        return loss
+    parts = list(loss.values()) if isinstance(loss, dict) else list(loss)
+    return torch.stack([p.float() for p in parts]).sum()
+
+
+def weight_loss(loss: Any, weight: float) -> Any:
+    """``loss`` (a tensor, or a sequence or mapping of them) times ``weight``: a microbatch's loss weighted by its
+    share of the batch's samples, so that uneven microbatches add up to the batch's mean loss.
+
+    Example:
+        >>> weight_loss((torch.tensor(2.0), torch.tensor(4.0)), 0.25)
+        (tensor(0.5000), tensor(1.))
+    """
+    if isinstance(loss, torch.Tensor):
+        return loss * weight
+    if isinstance(loss, dict):
+        return {k: v * weight for k, v in loss.items()}
+    return type(loss)(v * weight for v in loss)
 
 
 def microbatch_size(num_samples: int, grad_accum: int) -> int:

@@ -44,6 +44,7 @@ from composer.trainer.distributed import (
 )
 from composer.trainer.fsdp import FSDPConfig, prepare_fsdp_module, resolve_fsdp_config
 from composer.trainer.oom_agreement import OutOfMemoryAgreement, install_fsdp_checkpoints
+from composer.trainer.preemption import Preempted, StopAgreement
 from composer.utils import dist
 
 __all__ = ["Parallelism"]
@@ -65,6 +66,8 @@ class Parallelism:
     * runs the microbatches whose gradients are only accumulated under ``no_sync`` (:meth:`sync_context`), counts the
       samples and tokens of all ranks (:meth:`totals`) and keeps FSDP's evaluation forward passes in step
       (:meth:`eval_batches`);
+    * after a SIGTERM or SIGINT, has every rank stop after the same batch (:attr:`stop`, a
+      :class:`~composer.trainer.preemption.StopAgreement`: on the counts' all-reduce, or a check about once a second);
     * keeps the console and file destinations on rank 0 (:meth:`rank_zero_destinations`), and while ``fit`` runs
       (:meth:`running`) names the rank that raised an error or stopped answering.
 
@@ -113,6 +116,8 @@ class Parallelism:
         self.beat: dist.Heartbeat | None = None
         # What no_sync and the heartbeat's hook apply to: the DDP wrapper or the FSDP-sharded model; None unlaunched.
         self._synced: torch.nn.Module | None = None
+        # After a signal, the batch every rank stops after (composer.trainer.preemption), agreed at little cost per step.
+        self.stop = StopAgreement(self.launched)
 
     @property
     def sharded_checkpoints(self) -> bool:
@@ -215,10 +220,13 @@ class Parallelism:
 
     def totals(self, spec: DataSpec, num_samples: int, num_tokens: int | None) -> tuple[int, int]:
         """The samples and tokens of this batch over all ranks (tokens 0 when the data counts none), for the timer:
-        this rank's counts unlaunched; see :func:`~composer.trainer.distributed.batch_totals`."""
+        this rank's counts unlaunched; see :func:`~composer.trainer.distributed.batch_totals`. When the counts are
+        all-reduced, the all-reduce carries this rank's request to stop (:attr:`stop`)."""
         if not self.launched:  # per batch: no call beyond this one
             return num_samples, num_tokens or 0
-        return batch_totals(spec, num_samples, num_tokens)
+        samples, tokens, stop = batch_totals(spec, num_samples, num_tokens, self.stop.requested)
+        self.stop.carried(stop)  # a signal's request to stop rides on the counts' all-reduce, when there is one
+        return samples, tokens
 
     # ---- evaluation ------------------------------------------------------------------------------------------------
 
@@ -247,7 +255,8 @@ class Parallelism:
             with heartbeat(self._synced, timer) as self.beat:
                 yield
         except BaseException as error:
-            add_rank_note(error)
+            if not isinstance(error, Preempted):  # a preemption stops every rank together: no rank to blame
+                add_rank_note(error)
             raise
         finally:
             self.beat = None

@@ -31,7 +31,7 @@ from composer.core.state import State
 from composer.trainer.profile_summary import ProfileSummary
 from composer.trainer.range_timer import RangeTimer
 
-__all__ = ["Profiler", "ProfilerSession", "resolve_profiler"]
+__all__ = ["Profiler", "ProfilerSession", "resolve_profiler", "unprofiled", "unprofiled_batches"]
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +154,17 @@ def resolve_profiler(profiler: Profiler | Mapping[str, Any] | bool | None) -> Pr
             "For example profiler=Profiler(wait=1, warmup=1, active=3)."
         )
     return profiler
+
+
+def unprofiled(name: str, fn: Callable[..., T]) -> Callable[..., T]:
+    """Not profiling: ``fn`` itself, run as it is (what :meth:`ProfilerSession.wrap` stands for)."""
+    del name
+    return fn
+
+
+def unprofiled_batches(batches: Iterable[T]) -> Iterable[T]:
+    """Not profiling: the epoch's batches as they are (what :meth:`ProfilerSession.batches` stands for)."""
+    return batches
 
 
 class ProfilerSession:

@@ -51,10 +51,11 @@ from composer.trainer.distributed import DDPSyncStrategy
 from composer.trainer.evaluation import EvaluationLoop
 from composer.trainer.fit_warnings import warn_before_fit
 from composer.trainer.fsdp import FSDPConfig
-from composer.trainer.microbatching import Microbatching
+from composer.trainer.microbatching import Microbatching, sum_losses, weight_loss
 from composer.trainer.parallelism import Parallelism
 from composer.trainer.precision import make_grad_scaler, precision_context
-from composer.trainer.profiler import Profiler, ProfilerSession, resolve_profiler
+from composer.trainer.preemption import Preemption
+from composer.trainer.profiler import Profiler, ProfilerSession, resolve_profiler, unprofiled, unprofiled_batches
 from composer.trainer.schedulers import TrainerSchedulers
 from composer.utils.checkpoint import save_checkpoint
 from composer.utils.module_surgery import update_optimizer_params
@@ -63,14 +64,6 @@ from composer.utils.seeding import configure_deterministic_mode, new_seed, seed_
 __all__ = ["Trainer"]
 
 log = logging.getLogger(__name__)
-
-
-def _sum_losses(loss: Any) -> torch.Tensor:
-    """One tensor to backpropagate from a loss that may be a tensor, or a sequence or mapping of tensors."""
-    if isinstance(loss, torch.Tensor):
-        return loss
-    parts = list(loss.values()) if isinstance(loss, dict) else list(loss)
-    return torch.stack([p.float() for p in parts]).sum()
 
 
 class Trainer:
@@ -128,6 +121,11 @@ class Trainer:
         save_num_checkpoints_to_keep (int): Keep the newest N checkpoints (-1: all); the disk needs room for N+1.
         save_overwrite (bool): Allow saving into a folder that already holds this run's checkpoints.
         save_weights_only (bool): Save only the model's weights.
+        preemption_grace_period (float): On SIGTERM (or SIGINT) while ``fit`` runs, finish the batch, save it (with
+            ``save_folder``) and upload it within this many seconds of the signal, then close the callbacks and raise
+            :class:`~composer.trainer.preemption.Preempted`; at the deadline an upload is left and the local file kept.
+            20 fits torchrun's 30 s before SIGKILL and Kubernetes' default grace. See :mod:`~composer.trainer.preemption`.
+        handle_sigint (bool): Handle SIGINT (Ctrl-C) like SIGTERM, raising ``Interrupted``, a ``KeyboardInterrupt``.
         load_path (str | PathLike, optional): Load this checkpoint after ``INIT``: the whole training state (training
             then continues where it stopped) or, with ``load_weights_only``, the weights. A folder loads its newest
             checkpoint that reads back, as ``autoresume`` picks one (names that fit ``save_filename``). Also
@@ -258,6 +256,8 @@ class Trainer:
         save_num_checkpoints_to_keep: int = -1,
         save_overwrite: bool = False,
         save_weights_only: bool = False,
+        preemption_grace_period: float = 20.0,
+        handle_sigint: bool = True,
         load_path: str | os.PathLike[str] | None = None,
         load_weights_only: bool = False,
         load_strict_model_weights: bool = True,
@@ -350,6 +350,9 @@ class Trainer:
             arguments["fsdp_config"] = self.fsdp_config.to_dict()
         self._run_config = run_config({**arguments, "run_name": self.run_name, "seed": self.seed})
         saver = self.checkpointing.make_saver(self._run_config, check_finite)
+        self._preemption = Preemption(
+            grace_period=preemption_grace_period, handle_sigint=handle_sigint, saver=saver, agreement=self.parallel.stop
+        )
 
         self.state = State(
             model=model,
@@ -430,11 +433,11 @@ class Trainer:
                 compile_model=None if self.compilation is None else functools.partial(self.compilation.compile, model),
             )
             # The training step's stages; profiled, each runs in its named range.
-            stage = _unranged if self.profiler is None else self.profiler.wrap
+            stage = unprofiled if self.profiler is None else self.profiler.wrap
             self._forward = stage("trainer/forward", model if self.ddp_model is None else self.ddp_model)
             self._loss = stage("trainer/loss", model.loss)
             self._backward = stage("trainer/backward", torch.Tensor.backward)
-            self._batches = _unchanged if self.profiler is None else self.profiler.batches
+            self._batches = unprofiled_batches if self.profiler is None else self.profiler.batches
             # grad_accum='auto': under DDP the attempt syncs nothing; the gradients are averaged once the ranks agree.
             # Under FSDP every collective is a checkpoint where the ranks learn whether one ran out of memory.
             self._microbatching = Microbatching(
@@ -502,7 +505,8 @@ class Trainer:
         state.stop_reason = None
         try:
             profiling = contextlib.nullcontext() if self.profiler is None else self.profiler.recording(state)
-            with self.parallel.running(state.timer), profiling:  # launched: names the rank that raised or hung
+            # Launched: names the rank that raised or hung. Watching: SIGTERM and SIGINT save a checkpoint and stop.
+            with self.parallel.running(state.timer), profiling, self._preemption.watching(state):
                 self._fit_loop()
         except BaseException:
             self.close()
@@ -534,6 +538,7 @@ class Trainer:
             for batch in self._batches(epoch_batches(state, self._train_spec.dataloader, state.steps_per_epoch)):
                 num_batches += 1
                 train_batch(batch)
+                self._preemption.after_batch(state)  # after a signal (every rank the same batch): save, raise Preempted
                 if self._run_over():
                     break
             if num_batches == 0 and resume_at == 0:
@@ -696,12 +701,12 @@ class Trainer:
                 state.loss = self._loss(state.outputs, state.batch)
         if full_samples is not None:
             # Weight by sample count so uneven microbatches add up to the full batch's mean loss.
-            state.loss = _weighted(state.loss, state.batch_num_samples / full_samples)
+            state.loss = weight_loss(state.loss, state.batch_num_samples / full_samples)
         if listening[Event.AFTER_LOSS]:
             engine.run_event(Event.AFTER_LOSS)
         if listening[Event.BEFORE_BACKWARD]:
             engine.run_event(Event.BEFORE_BACKWARD)
-        loss = state.loss if isinstance(state.loss, torch.Tensor) else _sum_losses(state.loss)
+        loss = state.loss if isinstance(state.loss, torch.Tensor) else sum_losses(state.loss)
         self._backward(scaler.scale(loss) if scaler is not None else loss, create_graph=self._create_graph)
         if listening[Event.AFTER_BACKWARD]:
             engine.run_event(Event.AFTER_BACKWARD)
@@ -797,21 +802,3 @@ class Trainer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _unranged(name: str, fn: Any) -> Any:
-    """Not profiling: ``fn`` itself, run as it is."""
-    del name
-    return fn
-
-
-def _unchanged(batches: Any) -> Any:
-    return batches
-
-
-def _weighted(loss: Any, weight: float) -> Any:
-    if isinstance(loss, torch.Tensor):
-        return loss * weight
-    if isinstance(loss, dict):
-        return {k: v * weight for k, v in loss.items()}
-    return type(loss)(v * weight for v in loss)

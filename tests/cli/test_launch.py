@@ -103,6 +103,24 @@ def test_torchrun_arguments_for_several_nodes():
     assert (parsed.training_script, parsed.training_script_args) == ("train.py", ["--lr", "1"])
 
 
+def test_torchrun_gets_a_shutdown_timeout_longer_than_the_trainers_grace_period(worker, monkeypatch):
+    import inspect
+
+    from torch.distributed.run import parse_args
+
+    from composer import Trainer
+    from composer.cli import launch
+
+    passed: list[list[str]] = []
+    monkeypatch.setattr(launch, "launch", lambda argv: passed.append(list(argv)) or 0)
+    assert main(["launch", "-n", "2", str(worker)]) == 0
+    assert main(["launch", "-n", "2", "--shutdown-timeout", "45", str(worker)]) == 0
+    timeouts = [parse_args(argv).shutdown_timeout for argv in passed]  # as torchrun reads its command line
+    assert (
+        timeouts == [30, 45] and timeouts[0] > inspect.signature(Trainer).parameters["preemption_grace_period"].default
+    )
+
+
 def test_only_the_short_form_is_routed_to_launch():
     assert route(["-n", "4", "a.py"])[0] == "launch"
     assert route(["--nproc", "4", "a.py"])[0] == "launch"

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,12 +40,18 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO) + (os.pathsep + path if path else ""), "OMP_NUM_THREADS": "1"}
 
 
-def torchrun(scenario: str, folder: Path, worker: Path | None = None) -> subprocess.CompletedProcess[str]:
+def torchrun(
+    scenario: str,
+    folder: Path,
+    worker: Path | None = None,
+    args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     """Runs ``worker`` (default: ``WORKER``, read at the call, tests/trainer/dist_worker.py) under ``python -m torch.distributed.run
-    --nproc_per_node 2`` and returns when it ends (after ``JOB_TIMEOUT`` seconds the launcher and its workers are
-    killed, and the test fails)."""
+    --nproc_per_node 2`` with ``scenario folder *args`` (and the variables ``env`` added to the environment) and returns
+    when it ends (after ``JOB_TIMEOUT`` seconds the launcher and its workers are killed, and the test fails)."""
     command = _torchrun_command(f"--nproc_per_node={WORLD_SIZE}", f"--master_port={free_port()}")
-    return _finish(_start([*command, str(worker or WORKER), scenario, str(folder)]), scenario)
+    return _finish(_start([*command, str(worker or WORKER), scenario, str(folder), *args], env), scenario)
 
 
 def torchrun_nodes(scenario: str, folder: Path) -> list[subprocess.CompletedProcess[str]]:
@@ -65,13 +72,13 @@ def _torchrun_command(*options: str) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", *options, "--master_addr=127.0.0.1"]
 
 
-def _start(command: list[str]) -> subprocess.Popen[str]:
+def _start(command: list[str], env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=_env(),
+        env={**_env(), **(env or {})},
         cwd=REPO,
         start_new_session=True,  # its own process group: the workers can be killed with it
     )

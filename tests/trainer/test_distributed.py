@@ -392,7 +392,7 @@ def test_single_process_helpers_change_nothing(monkeypatch):
     error = ValueError("x")
     add_rank_note(error)
     assert not hasattr(error, "__notes__")
-    assert batch_totals(spec, 4, None) == (4, 0) and batch_totals(spec, 4, 9) == (4, 9)
+    assert batch_totals(spec, 4, None) == (4, 0, False) and batch_totals(spec, 4, 9, True) == (4, 9, True)
     with ddp_sync_context(None, DDPSyncStrategy.SINGLE_AUTO_SYNC, is_final_microbatch=False):
         pass
     model = torch.nn.Linear(2, 2)

@@ -7,7 +7,8 @@ This file is also the training command the tests kill and re-run::
 It trains with ``autoresume=True`` into FOLDER (shuffling without a generator, a random transform, Dropout, MixUp,
 LabelSmoothing, SelectiveBackprop, a composer scheduler, a save every 3 batches), then writes the final weights to
 ``FOLDER/final.pt`` and appends the checkpoint it resumed from (or ``-``) to ``FOLDER/resumed.txt``.
-``KILL_AT=<batch>:<event>`` makes it SIGKILL itself at that event of that batch (1-based);
+``KILL_AT=<batch>:<event>`` makes it SIGKILL itself at that event of that batch (1-based), and
+``KILL_AT=<batch>:<event>:SIGTERM`` sends itself SIGTERM there (a list of them, separated by commas, each one);
 ``KILL_IN_SAVE=<moment>:<glob>`` kills it inside the save of a checkpoint whose file name matches the glob, at
 ``after_write`` (written, not yet flushed to disk) or ``after_fsync`` (on disk, not yet renamed): the command patches
 the writer's seams for that (``composer.utils.checkpoint.local_io._after_write`` and ``_after_fsync``);
@@ -66,16 +67,21 @@ class NoisyDataset(torch.utils.data.Dataset):
 
 
 class KillAt(Callback):
-    """SIGKILLs this process at ``event`` of batch ``batch`` (1-based), as a crash or a pre-emption would."""
+    """SIGKILLs this process at ``event`` of batch ``batch`` (1-based), as a crash or a pre-emption would; a spec
+    ``<batch>:<event>:<SIGNAL>`` sends that signal instead (``10:after_forward:SIGTERM``), and several specs
+    separated by commas send one each."""
 
     def __init__(self, spec: str) -> None:
-        batch, self.event = spec.split(":")
-        self.batch = int(batch)
+        self.moments = {}
+        for moment in spec.split(","):
+            batch, event, *name = moment.split(":")
+            self.moments[(int(batch), event)] = signal.Signals[name[0]] if name else signal.SIGKILL
 
     def run_event(self, event, state, logger):
         current = state.timer.batch.value + (0 if event.value in ("batch_end", "batch_checkpoint") else 1)
-        if event.value == self.event and current == self.batch:
-            os.kill(os.getpid(), signal.SIGKILL)
+        signum = self.moments.pop((current, event.value), None)
+        if signum is not None:
+            os.kill(os.getpid(), signum)
 
 
 def kill_in_save(spec: str) -> None:

@@ -20,6 +20,7 @@ import os
 import queue
 import sys
 import threading
+import time
 from collections.abc import Callable
 
 __all__ = ["BackgroundUploader", "UploadError"]
@@ -114,6 +115,20 @@ class BackgroundUploader:
         with self._idle:
             self._idle.wait_for(lambda: self._unfinished == 0)
         self._raise_failure()
+
+    def wait_until(self, deadline: float) -> bool:
+        """Waits until every job submitted so far has run, or until ``time.monotonic()`` reaches ``deadline``.
+
+        Returns:
+            bool: Whether every job has run (False: the deadline came first; the jobs go on).
+
+        Raises:
+            UploadError: If a job failed for good.
+        """
+        with self._idle:
+            done = self._idle.wait_for(lambda: self._unfinished == 0, max(0.0, deadline - time.monotonic()))
+        self._raise_failure()
+        return done
 
     def close(self) -> None:
         """Waits for the pending jobs, then stops the worker. Idempotent.
