@@ -309,10 +309,15 @@ class CheckpointSaver(Callback):
             return True
         if self.sharded:  # a collective: what every rank has uploaded by the deadline counts now
             self._commit_sharded_uploads(state, wait=True, deadline=deadline)
-        done = self._uploader.wait_until(deadline) and not self._awaiting_commit
+        done = self._uploader.wait_until(deadline) and not self._awaiting_commit and self.store_outage is None
         if not done:
             self._uploader = None
         return done
+
+    @property
+    def store_outage(self) -> str | None:
+        """Under ``on_upload_failure='keep_local'``, why the store does not take checkpoints now (None while it does)."""
+        return self._uploads.outage if self._uploads is not None else None
 
     # ---- uploading ---------------------------------------------------------------------------------------------
 

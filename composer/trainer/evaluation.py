@@ -72,6 +72,23 @@ class EvaluationLoop:
         self._device = parallel.device
         self._moves_batches = self._device.type != "cpu"
 
+    def predict(self, spec: DataSpec, subset_num_batches: int | None = None) -> list[Any]:
+        """The model's outputs, on the CPU, for each batch of ``spec`` (at most ``subset_num_batches``), in eval mode
+        and without gradients (``Trainer.predict``); no event fires."""
+        model = self.model
+        was_training = model.training
+        model.eval()
+        outputs = []
+        with torch.no_grad():
+            for batch in itertools.islice(spec.dataloader, subset_num_batches):
+                if self._moves_batches:
+                    batch = batch_to_device(batch, self._device)
+                with self._precision_context():
+                    out = model(spec.device_transforms(batch))
+                outputs.append(batch_to_device(out, torch.device("cpu")))
+        model.train(was_training)
+        return outputs
+
     def metrics_for(self, evaluator: Evaluator) -> dict[str, Any]:
         state = self._state
         metrics = state.eval_metrics.get(evaluator.label)

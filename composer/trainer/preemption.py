@@ -298,8 +298,11 @@ class Preemption:
         elif complete:
             url = str(remote.url.join(newest.relative_to(saver.folder_path or newest.parent).as_posix()))
             outcome = (f" and saved the checkpoint {url}", url, True)
-        elif failure is not None:
-            outcome = (f"; an upload failed ({failure}), and the newest checkpoint is at {newest}", str(newest), False)
+        elif failure is not None or saver.store_outage is not None:
+            why = (
+                f"an upload failed ({failure})" if failure is not None else f"the store is down ({saver.store_outage})"
+            )
+            outcome = (f"; {why}, and the newest checkpoint is at {newest}", str(newest), False)
         else:
             outcome = (
                 f"; the checkpoint is saved at {newest}, but its upload to {remote.url} did not finish within "

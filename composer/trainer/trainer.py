@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import logging
 import os
 import weakref
@@ -750,20 +749,7 @@ class Trainer:
         Returns:
             list: The outputs of each batch, on the CPU.
         """
-        spec = ensure_data_spec(dataloader)
-        model = self._model
-        was_training = model.training
-        model.eval()
-        outputs = []
-        with torch.no_grad():
-            for batch in itertools.islice(spec.dataloader, subset_num_batches):
-                if self._moves_batches:
-                    batch = batch_to_device(batch, self.device)
-                with self._precision_context():
-                    out = model(spec.device_transforms(batch))
-                outputs.append(batch_to_device(out, torch.device("cpu")))
-        model.train(was_training)
-        return outputs
+        return self._evaluation.predict(ensure_data_spec(dataloader), subset_num_batches)
 
     def save_checkpoint(self, path: str | os.PathLike[str], *, weights_only: bool = False) -> Path:
         """Saves the training state (or only the weights) to ``path`` now; see ``composer.utils.checkpoint``.
