@@ -61,8 +61,21 @@ class ConfigError(ValueError):
         return combined
 
 
+# Keys of MosaicML Composer v0.32.1 that this library spells otherwise -> (the key here, how to convert).
+_RENAMED_KEYS = {
+    "device_train_microbatch_size": (
+        "grad_accum",
+        "it counts the microbatches each batch is split into, not the samples per microbatch: grad_accum = "
+        "ceil(train_batch_size / device_train_microbatch_size), and 'auto' stays 'auto'",
+    ),
+}
+
+
 def suggest(name: str, choices: Iterable[str]) -> str:
     """A ``" Did you mean 'x'?"`` hint for a misspelled name, or an empty string when nothing is close.
+
+    A key of MosaicML Composer v0.32.1 that is spelled otherwise here (``device_train_microbatch_size``) gets its
+    replacement and how to convert.
 
     Example:
         >>> suggest("mixupp", ["mixup", "cutmix"])
@@ -70,5 +83,9 @@ def suggest(name: str, choices: Iterable[str]) -> str:
         >>> suggest("zzz", ["mixup"])
         ''
     """
-    close = difflib.get_close_matches(name, list(choices), n=1)
+    choices = list(choices)
+    if name in _RENAMED_KEYS and _RENAMED_KEYS[name][0] in choices:
+        key, how = _RENAMED_KEYS[name]
+        return f" Use {key!r} instead ({how})."
+    close = difflib.get_close_matches(name, choices, n=1)
     return f" Did you mean {close[0]!r}?" if close else ""

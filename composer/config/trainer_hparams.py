@@ -215,7 +215,7 @@ class TrainerHparams(Hparams):
     The remaining fields are the Trainer's keyword arguments of the same names, with the same defaults: ``device``,
     ``precision``, ``grad_accum``, ``grad_clip_norm``, ``scale_schedule_ratio``, ``step_schedulers_every_batch``,
     ``eval_interval``, ``eval_subset_num_batches``, ``train_subset_num_batches``, ``deterministic_mode``,
-    ``progress_bar``, ``log_to_console``, and the checkpointing arguments ``run_name``, ``save_folder``,
+    ``progress_bar``, ``log_to_console``, ``console_log_interval``, and the checkpointing arguments ``run_name``, ``save_folder``,
     ``save_filename``, ``save_latest_filename``, ``save_interval``, ``save_num_checkpoints_to_keep``,
     ``save_overwrite``, ``save_weights_only``, ``load_path``, ``load_weights_only``, ``load_strict_model_weights``,
     ``load_ignore_keys``, ``autoresume``, ``storage_options`` and ``on_upload_failure`` (for ``s3://`` locations),
@@ -254,6 +254,7 @@ class TrainerHparams(Hparams):
     deterministic_mode: bool = False
     progress_bar: bool = True
     log_to_console: bool = False
+    console_log_interval: StrictStr | StrictInt | None = None
     run_name: str | None = None
     save_folder: str | None = None
     save_filename: str = "ep{epoch}-ba{batch}-rank{rank}.pt"

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from composer.core.metric_names import EvalMetrics
 from composer.core.precision import Precision
 from composer.core.serializable import Serializable
-from composer.core.time import Time, Timer, TimeUnit
+from composer.core.time import Time, Timer, Timestamp, TimeUnit
 from composer.core.watched_list import WatchedList
 
 if TYPE_CHECKING:
@@ -70,7 +71,9 @@ class State(Serializable):
         rng (torch.Generator): Seeded from ``seed``; algorithms draw their randomness from it. Saved in checkpoints.
         scaler (torch.amp.GradScaler | None): The gradient scaler with ``precision='amp'``.
         train_metrics (dict): Training metrics by name.
-        eval_metrics (dict): Evaluation metrics: evaluator label -> metric name -> metric.
+        eval_metrics (EvalMetrics): Evaluation metrics: evaluator label -> metric name -> metric; a metric is also
+            found under MosaicML Composer v0.32.1's name for it (``['eval']['MulticlassAccuracy']`` is
+            ``['eval']['Accuracy']``, see :mod:`composer.core.metric_names`).
         dataloader (Iterable | None): The loader being iterated now (training or evaluation).
         dataloader_label (str | None): ``'train'`` or the evaluator's label.
         stop_reason (str | None): Why :meth:`stop_training` was called.
@@ -136,7 +139,7 @@ class State(Serializable):
         self.outputs: Any = None
         self.loss: Any = None
         self.train_metrics: dict[str, Any] = {}
-        self.eval_metrics: dict[str, dict[str, Any]] = {}
+        self.eval_metrics = EvalMetrics()
         self.dataloader: Iterable[Any] | None = None
         self.dataloader_label: str | None = None
         self.stop_reason: str | None = None
@@ -248,6 +251,23 @@ class State(Serializable):
         else:
             fraction = self.timer.get(duration.unit).value / duration.value
         return Time(float(fraction), TimeUnit.DURATION)
+
+    @property
+    def timestamp(self) -> Timestamp:
+        """A read-only snapshot of the timer (MosaicML Composer v0.32.1's ``state.timestamp``).
+
+        Its fields ``epoch``, ``batch``, ``sample``, ``token``, ``batch_in_epoch``, ``sample_in_epoch`` and
+        ``token_in_epoch`` are :class:`Time` values; each read gives the counters of that moment. Only the training
+        loop advances time (through ``state.timer``), so neither the snapshot nor this attribute can be assigned.
+        """
+        return self.timer.get_timestamp()
+
+    @timestamp.setter
+    def timestamp(self, value: Any) -> None:
+        raise AttributeError(
+            "state.timestamp is read-only: a snapshot of state.timer, which only the training loop advances. To "
+            "resume at a given time, load a checkpoint (the Trainer's load_path)."
+        )
 
     @property
     def epoch(self) -> int:

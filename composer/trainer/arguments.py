@@ -33,7 +33,9 @@ from composer.core.callback import Callback
 from composer.core.data_spec import DataSpec
 from composer.core.evaluator import Evaluator
 from composer.core.hparams import Hparams
-from composer.core.logging.logger import LoggerDestination
+from composer.core.logging.logger import LoggerDestination, LogLevel
+from composer.core.time import Time, TimeUnit
+from composer.loggers.console import ConsoleLogger
 
 __all__ = [
     "algorithm_list",
@@ -44,6 +46,7 @@ __all__ = [
     "check_scheduler_optimizers",
     "check_schedulers",
     "check_train_data",
+    "console_loggers",
     "evaluator_list",
     "explain_unknown_keywords",
     "logger_list",
@@ -124,14 +127,17 @@ def explain_unknown_keywords(function: Callable[P, R]) -> Callable[P, R]:
     def checked(*args: P.args, **kwargs: P.kwargs) -> R:
         unknown = [name for name in kwargs if name not in known]
         if unknown:
-            raise TypeError(" ".join(_unknown_keyword(owner, name, kwargs[name], names) for name in unknown))
+            raise TypeError(" ".join(_unknown_keyword(owner, name, kwargs, names) for name in unknown))
         return function(*args, **kwargs)
 
     return checked
 
 
-def _unknown_keyword(owner: str, name: str, value: Any, names: Sequence[str]) -> str:
+def _unknown_keyword(owner: str, name: str, kwargs: Mapping[str, Any], names: Sequence[str]) -> str:
     message = f"{owner}() got an unexpected keyword argument {name!r}."
+    value = kwargs[name]
+    if name == "device_train_microbatch_size" and "grad_accum" in names:
+        return f"{message} {_microbatch_size_to_grad_accum(value, kwargs.get('train_dataloader'))}"
     if name in _LEARNING_RATE_KEYWORDS:
         return (
             f"{message} The learning rate belongs to the optimizer: optimizers=torch.optim.SGD(model.parameters(), "
@@ -150,6 +156,59 @@ def _unknown_keyword(owner: str, name: str, value: Any, names: Sequence[str]) ->
             "'500ba' (an int counts epochs)."
         )
     return f"{message} Did you mean {target}?"
+
+
+def _microbatch_size_to_grad_accum(size: Any, train_dataloader: Any) -> str:
+    """How to write MosaicML Composer v0.32.1's ``device_train_microbatch_size`` as ``grad_accum``."""
+    what = (
+        "Use grad_accum: it counts the microbatches each batch is split into, not the samples per microbatch "
+        "(v0.32.1's device_train_microbatch_size)."
+    )
+    if size == "auto":
+        return f"{what} device_train_microbatch_size='auto' is grad_accum='auto'."
+    batch_size = getattr(getattr(train_dataloader, "dataloader", train_dataloader), "batch_size", None)
+    if isinstance(size, int) and size >= 1 and isinstance(batch_size, int) and batch_size >= 1:
+        count = -(-batch_size // size)
+        return (
+            f"{what} Convert with grad_accum = ceil(batch_size / device_train_microbatch_size): your train_dataloader's "
+            f"batch_size is {batch_size}, so device_train_microbatch_size={size} is grad_accum={count}."
+        )
+    return (
+        f"{what} Convert with grad_accum = ceil(batch_size / device_train_microbatch_size): a batch of 256 with "
+        "device_train_microbatch_size=64 is grad_accum=4; 'auto' is grad_accum='auto'."
+    )
+
+
+def console_loggers(log_to_console: bool, console_log_interval: str | Time[Any] | int | None) -> list[ConsoleLogger]:
+    """The console destination of ``log_to_console`` and ``console_log_interval`` (none, or a list of one).
+
+    ``console_log_interval`` is MosaicML Composer v0.32.1's keyword: giving it turns the console on. In batches
+    (``'2ba'``) it prints the per-batch values (the training loss) every that many batches, and epoch values at every
+    epoch end; in epochs (``'2ep'``, or an int, which counts epochs as in v0.32.1) it prints epoch values every that
+    many epochs. Without it, ``log_to_console`` prints epoch values.
+
+    Args:
+        log_to_console: Print to the console.
+        console_log_interval: How often, or None.
+
+    Returns:
+        list[ConsoleLogger]: One console logger, or none.
+
+    Example:
+        >>> [console.log_level.name for console in console_loggers(False, "2ba")]
+        ['BATCH']
+    """
+    if console_log_interval is None:
+        return [ConsoleLogger()] if log_to_console else []
+    try:
+        interval = Time.from_input(console_log_interval, default_unit=TimeUnit.EPOCH)
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            f"console_log_interval={console_log_interval!r} is not a time: {error}. Give batches or epochs, e.g. "
+            "'10ba' or '1ep' (an int counts epochs)."
+        ) from None
+    level = LogLevel.BATCH if interval.unit == TimeUnit.BATCH else LogLevel.EPOCH
+    return [ConsoleLogger(log_level=level, log_interval=interval)]
 
 
 # ---- lists of algorithms, callbacks and loggers ---------------------------------------------------------------------

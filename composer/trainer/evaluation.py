@@ -91,7 +91,7 @@ class EvaluationLoop:
 
     def metrics_for(self, evaluator: Evaluator) -> dict[str, Any]:
         state = self._state
-        metrics = state.eval_metrics.get(evaluator.label)
+        metrics: dict[str, Any] | None = state.eval_metrics.get(evaluator.label)
         if metrics is None:
             available = self.model.get_metrics(is_train=False)
             names = evaluator.metric_names if evaluator.metric_names is not None else list(available)

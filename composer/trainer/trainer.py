@@ -26,7 +26,6 @@ from composer.core.logging.logger import Logger, LoggerDestination, LogLevel
 from composer.core.precision import Precision
 from composer.core.state import State
 from composer.core.time import Time, TimeUnit
-from composer.loggers.console import ConsoleLogger
 from composer.loggers.progress_bar import ProgressBarLogger
 from composer.models.base import ComposerModel
 from composer.trainer.arguments import (
@@ -38,6 +37,7 @@ from composer.trainer.arguments import (
     check_scheduler_optimizers,
     check_schedulers,
     check_train_data,
+    console_loggers,
     evaluator_list,
     explain_unknown_keywords,
     logger_list,
@@ -106,6 +106,8 @@ class Trainer:
         progress_bar (bool): Show progress on standard error: bars on a terminal; elsewhere (a job log) a line every
             30 s and at each epoch end, and one line per evaluation.
         log_to_console (bool): Print epoch-level metrics to standard error.
+        console_log_interval (str | Time | int, optional): MosaicML Composer v0.32.1's keyword; turns the console on:
+            ``'2ba'`` prints the loss every 2 batches, ``'2ep'`` or ``2`` epoch metrics every 2 epochs.
         run_name (str, optional): The run's name, for ``{run_name}`` in ``save_folder``; default: generated from
             the time. Give the same one on every launch of a run that uses ``autoresume``.
         save_folder (str, optional): Save checkpoints here (``{run_name}`` is filled in); None saves nothing. A
@@ -247,6 +249,7 @@ class Trainer:
         callbacks: Sequence[Callback] | None = None,
         progress_bar: bool = True,
         log_to_console: bool = False,
+        console_log_interval: str | Time[Any] | int | None = None,
         run_name: str | None = None,
         save_folder: str | None = None,
         save_filename: str = "ep{epoch}-ba{batch}-rank{rank}.pt",
@@ -340,8 +343,7 @@ class Trainer:
         destinations: list[LoggerDestination] = []
         if progress_bar:
             destinations.append(ProgressBarLogger())
-        if log_to_console:
-            destinations.append(ConsoleLogger())
+        destinations.extend(console_loggers(log_to_console, console_log_interval))
         destinations.extend(loggers)
         # Launched: one progress bar, each file written once.
         destinations = self.parallel.rank_zero_destinations(destinations)

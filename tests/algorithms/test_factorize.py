@@ -206,5 +206,5 @@ def test_factorize_in_the_trainer_trains_the_new_layers_with_the_users_optimizer
     trainer.fit()
     trainer.close()
     assert not torch.equal(net[2].conv0.weight, start)  # the new parameters are trained
-    assert logger.data["factorize/num_conv2d_replacements"][-1][1] == 1
-    assert logger.data["factorize/num_linear_replacements"][-1][1] == 1
+    assert logger.values("factorize/num_conv2d_replacements") == [1]
+    assert logger.values("factorize/num_linear_replacements") == [1]

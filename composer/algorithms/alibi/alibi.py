@@ -19,6 +19,7 @@ from torch import nn
 from composer.algorithms.alibi.bias import AlibiBias, ZeroPositionEmbedding
 from composer.algorithms.alibi.policies import ALIBI_POLICIES
 from composer.algorithms.seq_length_warmup.seq_length_warmup import SeqLengthWarmup, apply_seq_length_warmup
+from composer.algorithms.utils.ported_calls import explain_call
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
 from composer.core.hparams import Hparams, hparams
@@ -257,6 +258,22 @@ def _find_policy(model: nn.Module) -> tuple[str, dict[str, Any]]:
     )
 
 
+_FROM_MODEL_KEYWORDS = ("max_sequence_length", "train_sequence_length_scaling", "heads_per_layer")
+
+
+def _explain_model_free_call(kwargs: dict[str, Any]) -> str | None:
+    """The message for v0.32.1's ``Alibi(max_sequence_length=...)``, which found the model's paths by itself."""
+    if not kwargs or any(name not in _FROM_MODEL_KEYWORDS for name in kwargs):
+        return None
+    given = ", ".join(f"{name}={value!r}" for name, value in kwargs.items())
+    return (
+        f"Alibi({given}) lacks the model's dotted paths (position_embedding_attribute, attention_module_name, "
+        "attr_to_replace, alibi_attention, mask_replacement_function), which MosaicML Composer v0.32.1 found from the "
+        f"model by itself. Here Alibi.from_model does that: Alibi.from_model(model, {given}) (a GPT, or a Hugging "
+        "Face GPT-2 or BERT model)."
+    )
+
+
 class Alibi(Algorithm):
     """ALiBi (Attention with Linear Biases) dispenses with position embeddings and biases attention instead.
 
@@ -296,6 +313,7 @@ class Alibi(Algorithm):
         ('composer.models.gpt.CausalSelfAttention', 'wpe')
     """
 
+    @explain_call(_explain_model_free_call)
     def __init__(
         self,
         position_embedding_attribute: str,

@@ -12,12 +12,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.nn.modules.utils import _pair
 
+from composer.algorithms.utils.ported_calls import explain_call
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
 from composer.core.hparams import Hparams, hparams
@@ -357,6 +359,21 @@ def apply_blurpool(
         replace_module_classes(model, policies, optimizers=optimizers)
 
 
+def _explain_blurpool_call(kwargs: dict[str, Any]) -> str:
+    """The message for a call that does not fit: v0.32.1's ``BlurPool()`` with defaults, or its ``min_channels``."""
+    message = (
+        "BlurPool takes replace_convs, replace_maxpools and blur_first, all three required by this signature (MosaicML "
+        "Composer v0.32.1 defaulted each to True): BlurPool(replace_convs=True, replace_maxpools=True, "
+        "blur_first=True)."
+    )
+    if "min_channels" in kwargs:
+        message += (
+            f" It has no min_channels (got {kwargs['min_channels']!r}): a convolution with fewer than 16 input "
+            "channels, v0.32.1's default, is always left alone, so the stem that sees the raw image is; drop it."
+        )
+    return message
+
+
 class BlurPool(Algorithm):
     """Adds anti-aliasing filters to strided convolutions and max pools, for accuracy and shift invariance.
 
@@ -385,6 +402,7 @@ class BlurPool(Algorithm):
         4
     """
 
+    @explain_call(_explain_blurpool_call)
     def __init__(self, replace_convs: bool, replace_maxpools: bool, blur_first: bool) -> None:
         self.replace_convs = replace_convs
         self.replace_maxpools = replace_maxpools

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from composer.algorithms.utils.ported_calls import explain_call
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
 from composer.core.hparams import Hparams, hparams
@@ -90,6 +91,16 @@ def smooth_labels(logits: torch.Tensor, targets: torch.Tensor, alpha: float) -> 
     return smoothed.scatter_(1, targets.unsqueeze(1).to(logits.device), 1.0 - alpha + alpha / num_classes)
 
 
+def _explain_smoothing(kwargs: dict[str, Any]) -> str | None:
+    if "smoothing" not in kwargs:
+        return None
+    value = kwargs["smoothing"]
+    return (
+        f"LabelSmoothing() got an unexpected keyword argument 'smoothing'. This signature names it alpha (the weight "
+        f"of the uniform distribution, as v0.32.1's smoothing): LabelSmoothing(alpha={value!r})."
+    )
+
+
 class LabelSmoothing(Algorithm):
     """Shrinks targets towards a uniform distribution to counteract label noise as in Szegedy et al..
 
@@ -120,6 +131,7 @@ class LabelSmoothing(Algorithm):
         >>> trainer.fit()
     """
 
+    @explain_call(lambda kwargs: _explain_smoothing(kwargs))
     def __init__(self, alpha: float) -> None:
         _check_alpha(alpha)
         self.alpha = alpha
