@@ -1,5 +1,8 @@
 """Figures the build draws from the code: the event loop (from ``Event``'s docstring) and the schedulers' LR curves.
 
+They are committed under docs/images (`bash scripts/docs figures` draws them again) so that the pages show them on
+the repository host; the site build draws them afresh.
+
 The event loop is drawn from the pseudocode in :class:`composer.core.event.Event`'s docstring, which a golden test
 keeps equal to the order the Trainer fires events in; the build fails when an event is missing from it.
 """
@@ -8,9 +11,10 @@ from __future__ import annotations
 
 import html
 import io
+from pathlib import Path
 from typing import Any
 
-__all__ = ["event_loop_svg", "lr_curves_png"]
+__all__ = ["event_loop_svg", "lr_curves_png", "write_figures"]
 
 _ROW = 26  # pixels per line of pseudocode
 _INDENT = 28  # pixels per indentation level
@@ -173,3 +177,24 @@ def lr_curves_png() -> bytes:
     figure.savefig(buffer, format="png", dpi=80)
     plt.close(figure)
     return buffer.getvalue()
+
+
+def write_figures(folder: Path) -> list[Path]:
+    """Draws the figures into ``folder`` (``docs/images``, where the pages find them on the repository host).
+
+    Args:
+        folder (Path): Where to write ``event_loop.svg`` and ``lr_curves.png``.
+
+    Returns:
+        list[Path]: The files written.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    svg, png = folder / "event_loop.svg", folder / "lr_curves.png"
+    svg.write_text(event_loop_svg())
+    png.write_bytes(lr_curves_png())
+    return [svg, png]
+
+
+if __name__ == "__main__":  # bash scripts/docs figures
+    for written in write_figures(Path(__file__).resolve().parents[1] / "images"):
+        print(f"wrote {written}")

@@ -6,6 +6,10 @@
   its links and the highlighting of its doctest blocks.
 * ``notes/*.md``: the longer notes kept next to the code (recipes, distributed training, ``composer launch``).
 * ``images/``: the event-loop diagram, the schedulers' learning-rate curves and the main job's committed Pareto plot.
+
+The hand-written pages under ``docs/`` link to the repository's files (a method card's ``README.md``, a module's
+source for its reference page), so that their links work on the repository host too; ``on_page_markdown`` points
+them at the site's pages.
 """
 
 from __future__ import annotations
@@ -39,6 +43,9 @@ NOTE_TITLES = {
 }
 # The committed result of the main job (`bash scripts/train`): the build shows it, and never reruns the job.
 PARETO = "recipes/results/digits_compare.png"
+# The figures drawn from the code, committed under docs/ so that the pages show them on the repository host too
+# (tests/docs/test_links.py checks the event loop is current); the build draws them again.
+FIGURES = {"event_loop.svg": "images/event_loop.svg", "lr_curves.png": "images/lr_curves.png"}
 
 _LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
 
@@ -51,18 +58,28 @@ def _cards() -> dict[str, str]:
     }
 
 
-def _page_map() -> dict[str, str]:
-    return {**NOTES, **_cards(), "README.md": "index.md"}
+def site_pages(modules: list[str]) -> dict[str, str]:
+    """Every repository path the site shows as a generated page: repository path -> page path.
+
+    The notes, the method cards (and their folder, ``composer/algorithms``, as the cards' index), the README as the home
+    page, and the source of each module in ``modules`` (its ``__init__.py``, or its ``.py`` file) as its reference page.
+    So a page links to the repository's file, which works on the repository host, and the site shows the page.
+    """
+    pages = {**NOTES, **_cards(), "composer/algorithms": "methods/index.md", "README.md": "index.md"}
+    for module in modules:
+        path = module.replace(".", "/")
+        pages[f"{path}/__init__.py" if (ROOT / path).is_dir() else f"{path}.py"] = f"reference/{module}.md"
+    return pages
 
 
-def rewrite_links(text: str, source: str, page: str, assets: dict[str, str]) -> str:
+def rewrite_links(text: str, source: str, page: str, assets: dict[str, str], pages: dict[str, str]) -> str:
     """Points the relative links of ``source`` (a repository path) at their place on the site, seen from ``page``.
 
-    A link to a file that has a page goes to that page; a link to an image copies the image to ``assets/`` (added to
-    ``assets``: repository path -> site path); a link to any other repository file becomes its path in code, since
-    the site has no copy of it. Web links and in-page anchors are left alone.
+    A link to a file of ``pages`` (from :func:`site_pages`) goes to its page, a link into ``docs/`` to that file of
+    the site; a link to another image copies the image to ``assets/`` (added to ``assets``: repository path -> site
+    path); a link to any other repository file becomes its path in code, since the site has no copy of it. Web links,
+    in-page anchors and code blocks are left alone.
     """
-    pages = _page_map()
 
     def replace(match: re.Match[str]) -> str:
         bang, label, target = match.groups()
@@ -72,6 +89,8 @@ def rewrite_links(text: str, source: str, page: str, assets: dict[str, str]) -> 
         repo_path = posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
         if repo_path in pages:
             site_path = pages[repo_path]
+        elif repo_path.startswith("docs/"):
+            site_path = repo_path.removeprefix("docs/")
         elif bang and (ROOT / repo_path).is_file():
             site_path = assets.setdefault(repo_path, f"assets/{repo_path}")
         else:
@@ -79,7 +98,9 @@ def rewrite_links(text: str, source: str, page: str, assets: dict[str, str]) -> 
         relative = posixpath.relpath(site_path, posixpath.dirname(page))
         return f"{bang}[{label}]({relative}{'#' + anchor if anchor else ''})"
 
-    return _LINK.sub(replace, text)
+    # Fenced blocks are code, not Markdown: `model[0](x)` in an example is no link.
+    parts = re.split(r"(^```.*?^```)", text, flags=re.M | re.S)
+    return "".join(part if part.startswith("```") else _LINK.sub(replace, part) for part in parts)
 
 
 def _card_markdown(text: str) -> str:
@@ -161,7 +182,7 @@ def on_config(config: Any) -> Any:
     """Adds the generated sections to the navigation."""
     pages = reference.reference_pages()
     cards = _cards()
-    _STATE.update(pages=pages, cards=cards)
+    _STATE.update(pages=pages, cards=cards, site_pages=site_pages([page.module for page in pages]))
     titles = {page: (ROOT / source).read_text().splitlines()[0].lstrip("# ").strip() for source, page in cards.items()}
     config.nav.append({"Method cards": ["methods/index.md", *({title: page} for page, title in titles.items())]})
     config.nav.append({"API reference": ["reference/index.md", *(page.uri for page in pages)]})
@@ -169,25 +190,45 @@ def on_config(config: Any) -> Any:
     return config
 
 
+def _add(files: Files, config: Any, uri: str, content: str | bytes) -> None:
+    # A figure committed under docs/ (so that it shows on the repository host) is replaced by the one drawn now.
+    if (existing := files.get_file_from_path(uri)) is not None:
+        files.remove(existing)
+    files.append(File.generated(config, uri, content=content))
+
+
 def on_files(files: Files, config: Any) -> Files:
     """Adds the generated pages and figures."""
     pages: list[reference.Page] = _STATE["pages"]
     cards: dict[str, str] = _STATE["cards"]
-    assets: dict[str, str] = {}
-
-    def add(uri: str, content: str | bytes) -> None:
-        files.append(File.generated(config, uri, content=content))
-
-    add("reference/index.md", _reference_index(pages))
+    assets: dict[str, str] = {PARETO: "images/digits_compare.png"}
+    _STATE.update(assets=assets, added=set())
+    _add(files, config, "reference/index.md", _reference_index(pages))
     for page in pages:
-        add(page.uri, _reference_markdown(page))
-    add("methods/index.md", _methods_index(cards))
+        _add(files, config, page.uri, _reference_markdown(page))
+    _add(files, config, "methods/index.md", _methods_index(cards))
     for source, page in {**cards, **NOTES}.items():
-        text = rewrite_links((ROOT / source).read_text(), source, page, assets)
-        add(page, _card_markdown(text) if page.startswith("methods/") else text)
-    for source, site_path in assets.items():
-        add(site_path, (ROOT / source).read_bytes())
-    add("images/event_loop.svg", figures.event_loop_svg())
-    add("images/lr_curves.png", figures.lr_curves_png())
-    add("images/digits_compare.png", (ROOT / PARETO).read_bytes())
+        text = rewrite_links((ROOT / source).read_text(), source, page, assets, _STATE["site_pages"])
+        _add(files, config, page, _card_markdown(text) if page.startswith("methods/") else text)
+    _add_assets(files, config)
+    _add(files, config, FIGURES["event_loop.svg"], figures.event_loop_svg())
+    _add(files, config, FIGURES["lr_curves.png"], figures.lr_curves_png())
     return files
+
+
+def _add_assets(files: Files, config: Any) -> None:
+    added: set[str] = _STATE["added"]
+    for source, site_path in _STATE["assets"].items():
+        if source not in added:
+            added.add(source)
+            _add(files, config, site_path, (ROOT / source).read_bytes())
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
+    """Points the links of the pages written under docs/ (which link to the repository's files) at the site's pages."""
+    if page.file.generated_by is not None:  # a card or a note: rewritten when it was added
+        return markdown
+    uri = page.file.src_uri
+    text = rewrite_links(markdown, f"docs/{uri}", uri, _STATE["assets"], _STATE["site_pages"])
+    _add_assets(files, config)
+    return text
