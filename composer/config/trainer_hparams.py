@@ -214,9 +214,10 @@ class TrainerHparams(Hparams):
 
     The remaining fields are the Trainer's keyword arguments of the same names, with the same defaults: ``device``,
     ``precision``, ``grad_accum``, ``grad_clip_norm``, ``scale_schedule_ratio``, ``step_schedulers_every_batch``,
-    ``eval_interval``, ``eval_subset_num_batches``, ``train_subset_num_batches``, ``deterministic_mode``,
-    ``progress_bar``, ``log_to_console``, ``console_log_interval``, and the checkpointing arguments ``run_name``, ``save_folder``,
-    ``save_filename``, ``save_latest_filename``, ``save_interval``, ``save_num_checkpoints_to_keep``,
+    ``eval_interval``, ``eval_at_fit_end``, ``eval_subset_num_batches``, ``train_subset_num_batches``,
+    ``deterministic_mode``, ``progress_bar``, ``log_to_console``, ``console_log_interval``, and the checkpointing
+    arguments ``run_name``, ``save_folder``, ``save_filename``, ``save_latest_filename``, ``save_interval``,
+    ``save_num_checkpoints_to_keep``,
     ``save_overwrite``, ``save_weights_only``, ``load_path``, ``load_weights_only``, ``load_strict_model_weights``,
     ``load_ignore_keys``, ``autoresume``, ``storage_options`` and ``on_upload_failure`` (for ``s3://`` locations),
     and for runs launched on several processes ``dist_timeout``, ``ddp_sync_strategy``, ``find_unused_parameters``
@@ -249,6 +250,7 @@ class TrainerHparams(Hparams):
     scale_schedule_ratio: StrictFloat | StrictInt = 1.0
     step_schedulers_every_batch: bool = True
     eval_interval: StrictStr | StrictInt = 1
+    eval_at_fit_end: bool = True
     eval_subset_num_batches: StrictInt | None = None
     train_subset_num_batches: StrictInt | None = None
     deterministic_mode: bool = False

@@ -59,12 +59,12 @@ class Event(Enum, metaclass=_EventMeta):
                 AFTER_TRAIN_BATCH               # gradients unscaled and clipped
                 optimizer step; timer advances; schedulers step
                 BATCH_END
-                evaluation, if an evaluator is due (EVAL_START ... EVAL_END)
+                evaluation, if an evaluator is due (EVAL_START ... EVAL_END), unless this batch ends the run
                 BATCH_CHECKPOINT
                 after a SIGTERM or SIGINT: save this batch, close, raise Preempted (no more events; see below)
                 stop here if the run is over or state.stop_training() was called
             EPOCH_END
-            evaluation, if an evaluator is due
+            evaluation, if an evaluator is due; at the run's end, each one not yet run at this batch (eval_at_fit_end)
             EPOCH_CHECKPOINT
         FIT_END
 

@@ -15,6 +15,11 @@ The events, in order::
 
 The model is in eval mode and gradients are off for the whole evaluation; the training mode, ``state.dataloader``
 and ``state.batch`` are put back after it.
+
+During ``fit`` an evaluator runs when its interval ends (:meth:`EvaluationLoop.due`). With ``eval_at_fit_end`` (the
+Trainer's default) the weights ``fit`` ends with are evaluated too, by every evaluator, after the last
+``EPOCH_END`` (where SWA puts its average in) and before the last ``EPOCH_CHECKPOINT``: an evaluation due at the
+last batch waits until then, and an evaluator that already ran there (an interval of one epoch) does not run again.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from composer.core.evaluator import Evaluator
 from composer.core.event import Event
 from composer.core.logging.logger import Logger, LogLevel
 from composer.core.state import State
+from composer.core.time import TimeUnit
 from composer.models.base import ComposerModel
 from composer.trainer.devices import batch_to_device
 from composer.trainer.microbatching import Microbatching, describe_out_of_memory, join_outputs
@@ -51,6 +57,8 @@ class EvaluationLoop:
         parallel (Parallelism): Keeps FSDP's evaluation forward passes in step across ranks.
         microbatching (Microbatching): How many parts each evaluator's batches are split into.
         precision_context (Callable): The run's precision context (autocast), entered around each forward pass.
+        run_over (Callable): Whether ``fit`` has reached its end (its duration, or a stop).
+        at_fit_end (bool): Evaluate the weights ``fit`` ends with (see the module docstring).
     """
 
     def __init__(
@@ -63,8 +71,12 @@ class EvaluationLoop:
         parallel: Parallelism,
         microbatching: Microbatching,
         precision_context: Callable[[], AbstractContextManager[Any]],
+        run_over: Callable[[], bool] = lambda: False,
+        at_fit_end: bool = False,
     ) -> None:
         self._state, self._engine, self._logger = state, engine, logger
+        self._run_over, self.at_fit_end = run_over, at_fit_end
+        self._evaluated_at: dict[str, int] = {}  # evaluator label -> the batch count it last ran at
         self.model = model
         self._parallel = parallel
         self.microbatching = microbatching
@@ -89,6 +101,20 @@ class EvaluationLoop:
         model.train(was_training)
         return outputs
 
+    def due(self, unit: TimeUnit) -> None:
+        """Runs the evaluators whose interval (in ``unit``: batches at ``BATCH_END``, epochs after ``EPOCH_END``) ends
+        now; at the end of ``fit``, with :attr:`at_fit_end`, every evaluator that has not run at this batch count."""
+        state = self._state
+        timer = state.timer
+        ending = self.at_fit_end and self._run_over()
+        if ending and unit == TimeUnit.BATCH:
+            return  # after EPOCH_END, on the weights fit ends with
+        for evaluator in state.evaluators:
+            interval = evaluator.eval_interval
+            interval_ends = interval.unit == unit and timer.get(unit).value % interval.value == 0
+            if interval_ends or (ending and self._evaluated_at.get(evaluator.label) != timer.batch.value):
+                self.run(evaluator, LogLevel.BATCH if interval.unit == TimeUnit.BATCH else LogLevel.EPOCH)
+
     def metrics_for(self, evaluator: Evaluator) -> dict[str, Any]:
         state = self._state
         metrics: dict[str, Any] | None = state.eval_metrics.get(evaluator.label)
@@ -112,6 +138,7 @@ class EvaluationLoop:
         model = self.model
         spec = evaluator.dataloader
         metrics = self.metrics_for(evaluator)
+        self._evaluated_at[evaluator.label] = state.timer.batch.value
         was_training = model.training
         train_batch = state.batch
         model.eval()

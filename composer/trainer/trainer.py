@@ -97,6 +97,8 @@ class Trainer:
             a torch scheduler stepped every batch has a period (``T_max``, ``step_size``, ``milestones``,
             ``total_iters``) under a quarter of the run's batches: a period counted in epochs wants False.
         eval_interval (str | Time | int): How often a plain eval loader runs (``'1ep'``, ``'100ba'``; int = epochs).
+        eval_at_fit_end (bool): Also evaluate the weights ``fit`` ends with, with every evaluator that did not just run
+            (an interval that does not divide the run); see :mod:`composer.trainer.evaluation`.
         eval_subset_num_batches (int, optional): Evaluate on at most this many batches.
         train_subset_num_batches (int, optional): Use at most this many batches per epoch.
         seed (int, optional): Seeds torch, NumPy and Python; default: a fresh random seed (logged).
@@ -241,6 +243,7 @@ class Trainer:
         scale_schedule_ratio: float = 1.0,
         step_schedulers_every_batch: bool = True,
         eval_interval: str | Time[Any] | int = 1,
+        eval_at_fit_end: bool = True,
         eval_subset_num_batches: int | None = None,
         train_subset_num_batches: int | None = None,
         seed: int | None = None,
@@ -459,6 +462,8 @@ class Trainer:
                 parallel=self.parallel,
                 microbatching=self._microbatching,
                 precision_context=self._precision_context,
+                run_over=self._run_over,
+                at_fit_end=eval_at_fit_end,
             )
         except BaseException:
             self.close()  # callbacks may have opened files at INIT; the caller never gets a Trainer to close
@@ -552,7 +557,7 @@ class Trainer:
             engine.run_event(Event.EPOCH_END)
             if self.compilation is not None:
                 self.compilation.refresh(state.model)
-            self._eval_due(TimeUnit.EPOCH)
+            self._evaluation.due(TimeUnit.EPOCH)
             engine.run_event(Event.EPOCH_CHECKPOINT)
         engine.run_event(Event.FIT_END)
 
@@ -591,7 +596,7 @@ class Trainer:
         if listening[Event.BATCH_END]:
             engine.run_event(Event.BATCH_END)
         if state.evaluators:
-            self._eval_due(TimeUnit.BATCH)
+            self._evaluation.due(TimeUnit.BATCH)
         if listening[Event.BATCH_CHECKPOINT]:
             engine.run_event(Event.BATCH_CHECKPOINT)
 
@@ -714,13 +719,6 @@ class Trainer:
         return loss.detach()
 
     # ---- evaluation --------------------------------------------------------------------------------------------
-
-    def _eval_due(self, unit: TimeUnit) -> None:
-        timer = self.state.timer
-        for evaluator in self.state.evaluators:
-            interval = evaluator.eval_interval
-            if interval.unit == unit and timer.get(unit).value % interval.value == 0:
-                self._evaluation.run(evaluator, LogLevel.BATCH if unit == TimeUnit.BATCH else LogLevel.EPOCH)
 
     def eval(self, eval_dataloader: Any = None, subset_num_batches: int | None = None) -> dict[str, float]:
         """Evaluates now, outside training.
