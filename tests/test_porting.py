@@ -207,3 +207,16 @@ def test_device_train_microbatch_size_says_how_to_write_grad_accum():
     assert "batch_size is 32, so device_train_microbatch_size=8 is grad_accum=4" in message
     with pytest.raises(TypeError, match="device_train_microbatch_size='auto' is grad_accum='auto'"):
         Trainer(model=_model(), train_dataloader=train_dl, max_duration="1ba", device_train_microbatch_size="auto")
+
+
+def test_other_v0_32_1_names_point_to_what_to_use():
+    from composer import Trainer
+    from composer.datasets import digits_dataloaders
+
+    with pytest.raises(ImportError, match="RemoteUploader uploads the run's log files"):
+        exec("from composer.loggers import RemoteUploaderDownloader", {})
+    with pytest.raises(ImportError, match="no destination for that service"):
+        exec("from composer.loggers import SlackLogger", {})
+    train_dl, _ = digits_dataloaders(batch_size=32)
+    with pytest.raises(TypeError, match=r"'parallelism_config'. Did you mean fsdp_config\?"):
+        Trainer(model=_model(), train_dataloader=train_dl, max_duration="1ba", parallelism_config={"fsdp": {}})

@@ -17,6 +17,7 @@ from composer.loggers.progress_bar import ProgressBarLogger, ProgressBarLoggerHp
 from composer.loggers.remote_uploader import RemoteUploader, RemoteUploaderHparams
 from composer.loggers.tensorboard_logger import TensorboardLogger, TensorboardLoggerHparams, is_tensorboard_available
 from composer.loggers.wandb_logger import WandBLogger, WandBLoggerHparams, is_wandb_available
+from composer.utils.porting import pointer_getattr
 
 __all__ = [
     "LOGGERS",
@@ -48,6 +49,21 @@ __all__ = [
     "is_tensorboard_available",
     "is_wandb_available",
 ]
+
+_NO_DESTINATION = (
+    "this library has no destination for that service; log to MLflowLogger, WandBLogger or TensorboardLogger, or "
+    "write a LoggerDestination of your own."
+)
+__getattr__ = pointer_getattr(
+    __name__,
+    {
+        "RemoteUploaderDownloader": "RemoteUploader uploads the run's log files; checkpoints go to an s3:// save_folder.",
+        "NeptuneLogger": _NO_DESTINATION,
+        "CometMLLogger": _NO_DESTINATION,
+        "MosaicMLLogger": _NO_DESTINATION,
+        "SlackLogger": _NO_DESTINATION,
+    },
+)
 
 # MosaicML Composer v0.32.1's spelling, the same class; importable, and left out of __all__ so that the API reference
 # lists the class once.

@@ -88,6 +88,8 @@ _RENAMED: dict[str, str] = {
     "gradient_clip_val": "grad_clip_norm",
     "max_grad_norm": "grad_clip_norm",
     "checkpoint_folder": "save_folder",
+    "parallelism_config": "fsdp_config",
+    "load_object_store": "storage_options",
 }
 # Duration keywords that count in one unit -> that unit, to write the value over as a max_duration.
 _DURATION_UNITS: dict[str, str] = {

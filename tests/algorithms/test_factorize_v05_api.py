@@ -107,10 +107,12 @@ def test_more_iterations_never_do_worse(op, factorized):
 def _als_nmse(X, Y, k, iterations=300):
     """Reference: alternating least squares with a free bias, from a random start, to convergence (float64)."""
     x, y = X.double() - X.double().mean(0), Y.double() - Y.double().mean(0)
+    x_pinv_y = torch.linalg.pinv(x) @ y  # the Wa step is argmin ||y - x a b|| = pinv(x) y pinv(b)
     a = torch.randn(x.shape[1], k, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     for _ in range(iterations):
-        b = torch.linalg.lstsq(x @ a, y).solution
-        a = torch.linalg.pinv(x) @ y @ torch.linalg.pinv(b)
+        xa = x @ a
+        b = torch.linalg.solve(xa.T @ xa, xa.T @ y)  # the Wb step: least squares of y on x a
+        a = x_pinv_y @ torch.linalg.pinv(b)
     return float((y - x @ a @ b).pow(2).sum() / y.pow(2).sum())
 
 
