@@ -14,9 +14,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from composer.cli.provenance import checkpoint_time
 from composer.cli.train import add_recipe_arguments, format_metrics
 from composer.config import ConfigError, load_recipe, to_yaml
 
@@ -117,20 +118,7 @@ def _scored(config: TrainerHparams, trainer: Trainer) -> str:
     named = str(config.load_path).rstrip("/")
     loaded = trainer.checkpointing.loaded_path
     where = named if loaded is None or loaded.name == PurePosixPath(named).name else f"{named}/{loaded.name}"
-    return f"checkpoint: {where} ({_when(trainer, loaded, config.load_weights_only)})"
-
-
-def _when(trainer: Trainer, loaded: Path | None, weights_only: bool) -> str:
-    """The checkpoint's epoch and batch: the timer it restored, or (weights only) the one it holds."""
-    if not weights_only:
-        timer = trainer.state.timer
-        return f"epoch {int(timer.epoch)}, batch {int(timer.batch)}"
-    from composer.utils.checkpoint import read_checkpoint
-
-    saved = read_checkpoint(loaded)["state"].get("timer") if loaded is not None and loaded.exists() else None
-    if saved is None:
-        return "saved with its weights only: no epoch or batch recorded"
-    return f"epoch {saved['epoch']}, batch {saved['batch']}"
+    return f"checkpoint: {where} ({checkpoint_time(trainer, config.load_weights_only)})"
 
 
 def add_parser(subparsers: Any) -> None:

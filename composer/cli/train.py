@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
+from composer.cli.provenance import resumption_line
 from composer.config import load_recipe, to_yaml
 
 __all__ = ["add_parser", "add_recipe_arguments", "format_metrics"]
@@ -56,6 +58,9 @@ def _run(args: argparse.Namespace) -> int:
         print(to_yaml(config), end="")
         return 0
     with config.initialize_object() as trainer:
+        resumed = resumption_line(trainer)  # autoresume found a checkpoint: which, and from where
+        if resumed is not None:
+            print(f"composer train: {resumed}", file=sys.stderr)
         recorder = _final_metrics_recorder()
         trainer.state.callbacks.append(recorder)
         trainer.fit()

@@ -55,6 +55,10 @@ def test_eval_scores_the_checkpoint_named_not_the_newest_and_writes_nothing(tmp_
     newest = next((tmp_path / "ckpt").glob("ep*-ba4-rank0.pt"))  # its epoch: 0 or 1, whether 4 batches end one
     assert out[0] == f"checkpoint: {newest} (epoch {newest.name[2]}, batch 4)"
     assert f"metrics/eval/CrossEntropy: {logged[4]}" in out
+    # composer train with autoresume says which checkpoint it resumed from, and from where.
+    assert main(["train", "-f", str(tmp_path / "tiny.yaml"), "max_duration=5ba"]) == 0
+    expected = f"composer train: autoresume: resumed from {newest} (epoch {newest.name[2]}, batch 4), from the local"
+    assert expected in capsys.readouterr().err
 
 
 def test_eval_scores_the_store_checkpoint_named(tmp_path, capsys, s3_env):
@@ -67,3 +71,7 @@ def test_eval_scores_the_store_checkpoint_named(tmp_path, capsys, s3_env):
     assert f"metrics/eval/CrossEntropy: {logged[2]}" in out
     assert out[0] == f"checkpoint: s3://{bucket}/run/ep0-ba2-rank0.pt (epoch 0, batch 2)"
     assert s3_env.keys(bucket) == keys
+    assert main(["train", "-f", str(tmp_path / "tiny.yaml"), "max_duration=5ba"]) == 0
+    newest = next(key for key in keys if "-ba4-" in key)
+    expected = f"resumed from s3://{bucket}/{newest} (epoch {newest.split('/')[-1][2]}, batch 4), from the store"
+    assert expected in capsys.readouterr().err
