@@ -62,9 +62,11 @@ class Preempted(BaseException):
     """``fit`` stopped because the process received SIGTERM (or SIGINT): see :mod:`composer.trainer.preemption`.
 
     A ``BaseException``, like ``KeyboardInterrupt`` and ``SystemExit``: it asks the program to end, so an
-    ``except Exception`` meant for errors does not swallow it. The message says where the checkpoint is.
+    ``except Exception`` meant for errors does not swallow it. The message says where the checkpoint is. Each argument
+    but ``message`` is kept as an attribute of the same name.
 
-    Attributes:
+    Args:
+        message (str): What happened and where the checkpoint is.
         signal (signal.Signals | None): The signal this process received; None when another rank received one.
         batch (int): The batches trained when ``fit`` stopped (the checkpoint's batch).
         checkpoint (str | None): The checkpoint saved: a local path, or its ``s3://`` URL once uploaded; None when
@@ -90,7 +92,15 @@ class Preempted(BaseException):
 
 
 class Interrupted(Preempted, KeyboardInterrupt):
-    """:class:`Preempted` by SIGINT (Ctrl-C): also a ``KeyboardInterrupt``, which notebooks and scripts expect."""
+    """:class:`Preempted` by SIGINT (Ctrl-C): also a ``KeyboardInterrupt``, which notebooks and scripts expect.
+
+    Args:
+        message (str): What happened and where the checkpoint is.
+        signal (signal.Signals | None): ``SIGINT``; None when another rank received the signal.
+        batch (int): The batches trained when ``fit`` stopped.
+        checkpoint (str | None): The checkpoint saved, as for :class:`Preempted`.
+        complete (bool): Whether the checkpoint is complete where ``checkpoint`` says.
+    """
 
 
 class StopAgreement:

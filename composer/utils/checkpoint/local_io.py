@@ -55,6 +55,9 @@ class DiskFullError(OSError):
 
     The message names the checkpoint, its folder and the fix; what the write left is gone, and nothing else in the
     folder was touched.
+
+    Args:
+        message (str): The whole message (checkpoint, folder, cause and fix).
     """
 
     def __init__(self, message: str) -> None:

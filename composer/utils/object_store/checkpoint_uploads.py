@@ -37,6 +37,12 @@ UPLOAD_FAILURE_POLICIES = ("raise", "keep_local")
 def check_upload_failure_policy(value: object) -> str:
     """``value`` if it is one of :data:`UPLOAD_FAILURE_POLICIES`.
 
+    Args:
+        value (object): The ``on_upload_failure`` argument.
+
+    Returns:
+        str: The policy, ``'raise'`` or ``'keep_local'``.
+
     Raises:
         ValueError: Naming ``on_upload_failure``, the value and the choices.
 
