@@ -62,10 +62,10 @@ def _run(args: argparse.Namespace) -> int:
             raise
         # List what eval needs too, so that one run reports every problem (from the raw values: the recipe is not
         # valid). Malformed overrides are already in `error`.
-        from composer.config.recipe import _load_config
+        from composer.config.recipe import read_config
 
         try:
-            raw, _ = _load_config(args.file, args.overrides)
+            raw, _ = read_config(args.file, args.overrides)
         except ConfigError:
             raise error from None  # the file itself cannot be read: that is the whole story
         extra = _eval_problems(raw.get("load_path"), raw.get("eval_dataset") is not None, args.random_init)

@@ -60,7 +60,7 @@ from composer.config.recipe_schema import schema_problems
 if TYPE_CHECKING:
     from composer.config.trainer_hparams import TrainerHparams
 
-__all__ = ["check_algorithms", "load_config", "load_recipe", "to_yaml"]
+__all__ = ["check_algorithms", "load_config", "load_recipe", "read_config", "to_yaml"]
 
 
 def _omegaconf() -> Any:
@@ -98,16 +98,28 @@ def load_config(path: str | os.PathLike[str] | None, overrides: Sequence[str] = 
     Raises:
         ConfigError: If the file is missing or not YAML, or overrides are malformed (listing each).
     """
-    config, problems = _load_config(path, overrides)
+    config, problems = read_config(path, overrides)
     if problems:
         raise ConfigError.combine(problems)
     return config
 
 
-def _load_config(
+def read_config(
     path: str | os.PathLike[str] | None, overrides: Sequence[str]
 ) -> tuple[dict[str, Any], list[ConfigError]]:
-    """:func:`load_config`, with the malformed overrides skipped and returned as problems (the file's raise)."""
+    """:func:`load_config`, with the overrides that cannot be applied skipped and returned as problems, so that a
+    caller can report them together with its own (``composer eval`` adds what evaluation needs).
+
+    Args:
+        path: The YAML file; None starts from an empty recipe.
+        overrides: ``key=value`` strings, applied in order.
+
+    Returns:
+        tuple[dict, list[ConfigError]]: The merged recipe (without the skipped overrides), and their problems.
+
+    Raises:
+        ConfigError: If the file is missing or not YAML, or an interpolation does not resolve.
+    """
     omegaconf = _omegaconf()
     base: Any = omegaconf.OmegaConf.create({})
     if path is not None:
@@ -202,7 +214,7 @@ def load_recipe(path: str | os.PathLike[str] | None, overrides: Sequence[str] = 
             (:mod:`composer.config.recipe_schema`). When either finds a problem, the rest of the recipe (the values
             inside each entry, ranges, times, the model against its data) is checked once that is fixed.
     """
-    config, problems = _load_config(path, overrides)
+    config, problems = read_config(path, overrides)
     try:
         check_algorithms(config)  # cheap, and before the registries import the models and torch
     except ConfigError as error:
