@@ -115,7 +115,7 @@ class Trainer:
         save_folder (str, optional): Save checkpoints here (``{run_name}`` is filled in); None saves nothing. A
             local path, ``file:///ABSOLUTE/PATH``, or ``s3://BUCKET/PREFIX`` for Amazon S3 or any S3-compatible store
             (``storage_options``): each checkpoint is written locally, then uploaded in the background; ``fit`` ends
-            once every upload is complete, and ``autoresume`` resumes from the newest complete one in the store.
+            once every upload is complete, and ``autoresume`` resumes from the newest sound one, stored or local.
         save_filename (str): Checkpoint file name pattern, over ``{epoch}``, ``{batch}``, ``{sample}``, ``{token}``,
             ``{rank}``, ``{run_name}``, ... (a ``.safetensors`` name saves weights in that format).
         save_latest_filename (str | None): A symbolic link to the newest checkpoint; None for none.

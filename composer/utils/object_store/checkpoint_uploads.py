@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -103,6 +104,7 @@ class CheckpointUploads:
         self._warned = False
         self._untried = False
         self._in_flight: Path | None = None  # the checkpoint being uploaded now
+        self._failed_at = 0.0  # when a try of the store last failed (time.monotonic)
 
     def submit(self, path: Path) -> None:
         """Queues the upload of ``path`` (waiting while ``max_pending_uploads`` are pending; raising the failure of
@@ -140,10 +142,13 @@ class CheckpointUploads:
 
     def finish(self) -> None:
         """At the end of ``fit``: waits for the uploads (raising a failure under ``'raise'``). Under ``'keep_local'``
-        with the store down, tries it once more for the checkpoints saved while a try was running, then says which
-        stay only locally."""
+        with the store down, tries it once more for the checkpoints saved while a try was running (unless a try
+        failed meanwhile), then says which stay only locally."""
+        began = time.monotonic()
         self.uploader.wait()
-        if self._untried:  # keep_local: checkpoints saved (or skipped) since the last try of the store began
+        # keep_local: checkpoints saved (or skipped) since the last try of the store began; tried once more unless a
+        # try failed during this wait (the training thread waits on a store that is down for one budget at most).
+        if self._untried and not self._failed_at > began:
             self._try_again()
             self.uploader.wait()
         if self.outage is not None:
@@ -234,7 +239,7 @@ class CheckpointUploads:
             raise error
         if self.outage is None:
             log.warning("The store does not take checkpoints (%s); keeping them locally.", error)
-        self.outage = str(error)
+        self.outage, self._failed_at = str(error), time.monotonic()
 
     # ---- keep_local, on the training thread ------------------------------------------------------------------------
 
