@@ -8,9 +8,9 @@ computes the loss (training data) or updates fresh evaluation metrics (evaluatio
 :class:`~composer.config.ConfigError` naming the model's key and the dataset's key, with the fix.
 
 Methods that reshape the training inputs are tried at their extreme too (:func:`method_extremes`): the smallest
-images ProgressiveResizing makes, at its ``initial_scale``, must still go through the model. Methods that set a limit
-on what the model takes once they change it (:func:`method_limits`: ALiBi's ``max_sequence_length``) are checked
-against the sample.
+images ProgressiveResizing makes, at its ``initial_scale``, must still go through the model. Methods that change the
+model at ``INIT`` (:func:`method_surgery`: ALiBi) have changed it before the sample goes through, and a limit they set
+on what it takes (:func:`method_limits`: ALiBi's ``max_sequence_length``) is checked against the sample.
 
 Example:
     >>> from composer.config.datasets import SyntheticClassificationHparams
@@ -42,7 +42,7 @@ from composer.core.hparams import Hparams
 from composer.models.base import ComposerModel
 from composer.models.huggingface import UnmaskedBatchError
 
-__all__ = ["fit_problems", "method_extremes", "method_limits"]
+__all__ = ["fit_problems", "method_extremes", "method_limits", "method_surgery"]
 
 Extreme = tuple[str, Callable[[Any], Any]]
 """A recipe key and what the method it configures makes of a training batch at that setting's extreme."""
@@ -109,6 +109,20 @@ def method_extremes(algorithms: Mapping[str, Hparams]) -> list[Extreme]:
         return resize_inputs(inputs, targets, scale, "resize", resize_targets, size_multiple=multiple)
 
     return [("algorithms.progressive_resizing.initial_scale", smallest)]
+
+
+def method_surgery(algorithms: Mapping[str, Hparams]) -> list[tuple[str, Callable[[torch.nn.Module], None]]]:
+    """The changes the recipe's methods make to the model once, at ``INIT``, by the key that configures them (ALiBi's).
+
+    The recipe applies them to the model before it builds the optimizer and runs the dry run, so that the sample goes
+    through the model as training sees it: with ALiBi, longer sequences than the model was built for. ``INIT`` applies
+    them again, which changes nothing more.
+
+    Args:
+        algorithms: The recipe's methods by registry name.
+    """
+    config: Any = algorithms.get("alibi")
+    return [] if config is None else [("algorithms.alibi", config.initialize_object().apply_to_model)]
 
 
 def method_limits(algorithms: Mapping[str, Hparams]) -> list[tuple[str, int]]:

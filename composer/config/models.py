@@ -55,6 +55,16 @@ class ModelHparams(Hparams, abc.ABC):
     def initialize_object(self) -> ComposerModel:
         """Builds the model."""
 
+    def initialize_structure(self) -> ComposerModel:
+        """The model's modules without weights (on PyTorch's ``meta`` device): built in no time and memory.
+
+        The recipe reads what it fills in from the model (ALiBi's paths, :mod:`composer.config.from_model`) from it.
+        """
+        import torch
+
+        with torch.device("meta"):
+            return self.initialize_object()
+
     def input_hint(self, sample_shape: list[int]) -> str:
         """What to set for the model to take samples of ``sample_shape`` (one sample, without the batch), or ``""``."""
         del sample_shape
@@ -275,14 +285,36 @@ class HuggingFaceHparams(ModelHparams):
 
     def initialize_object(self) -> ComposerModel:
         """Returns the wrapped model (raises ImportError naming the extra without ``transformers``)."""
-        from composer.models.huggingface import HuggingFaceModel, require_transformers
+        from composer.models.huggingface import HuggingFaceModel
+
+        auto = self._auto_class()
+        if self.pretrained is not None:
+            model = auto.from_pretrained(self.pretrained, **self.config)
+        else:
+            model = auto.from_config(self._transformers_config())
+        return HuggingFaceModel(model)
+
+    def initialize_structure(self) -> ComposerModel:
+        """The model without weights (on the ``meta`` device); a pretrained one from its config, its weights unread."""
+        import torch
+
+        from composer.models.huggingface import HuggingFaceModel
+
+        auto, config = self._auto_class(), self._transformers_config()
+        with torch.device("meta"):
+            return HuggingFaceModel(auto.from_config(config))
+
+    def _auto_class(self) -> Any:
+        from composer.models.huggingface import require_transformers
 
         require_transformers("HuggingFaceHparams")
         import transformers
 
-        auto: Any = transformers.AutoModelForCausalLM if self.task == "causal_lm" else transformers.AutoModelForMaskedLM
+        return transformers.AutoModelForCausalLM if self.task == "causal_lm" else transformers.AutoModelForMaskedLM
+
+    def _transformers_config(self) -> Any:
+        import transformers
+
         if self.pretrained is not None:
-            model = auto.from_pretrained(self.pretrained, **self.config)
-        else:
-            model = auto.from_config(transformers.AutoConfig.for_model(self.model_type, **self.config))
-        return HuggingFaceModel(model)
+            return transformers.AutoConfig.from_pretrained(self.pretrained, **self.config)
+        return transformers.AutoConfig.for_model(self.model_type, **self.config)

@@ -49,6 +49,7 @@ Every problem of a recipe is reported at once, each at its key:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import re
 from collections.abc import Callable, Mapping
@@ -60,6 +61,7 @@ from composer.callbacks import CALLBACK_HPARAMS
 from composer.config.config_error import ConfigError, suggest
 from composer.config.datasets import DatasetHparams
 from composer.config.field_checks import bool_number_problems, type_problems, value_problems
+from composer.config.from_model import fill_from_model
 from composer.config.models import ModelHparams
 from composer.config.recipe_schema import check_registered, one_entry, set_entries
 from composer.config.registry import ALGORITHM_HPARAMS, DATASETS, MODELS
@@ -207,7 +209,8 @@ class TrainerHparams(Hparams):
         eval_batch_size: Samples per evaluation batch. Default: ``train_batch_size``.
         optimizer: The optimizer (``{decoupled_sgdw: {lr: 0.1}}``). Default: the Trainer's (DecoupledSGDW, lr 0.1).
         schedulers: Learning-rate schedulers by name; their multipliers multiply.
-        algorithms: Speed-up methods by name, in the order applied.
+        algorithms: Speed-up methods by name, in the order applied. ALiBi's paths are filled in from ``model`` when
+            the entry gives none (:mod:`composer.config.from_model`).
         callbacks: Callbacks by name.
         loggers: Logger destinations by name.
         seed: Seeds the model's initialization, the data order and every method's random draws. Default: random.
@@ -328,6 +331,10 @@ class TrainerHparams(Hparams):
                 except ConfigError as error:
                     problems.append(error)
                     del values[name]
+        if "algorithms" in values:  # ALiBi's paths, from the model (composer.config.from_model)
+            model = values.get("model")
+            path = next((f"model.{name}" for name, cls in MODELS.items() if cls is type(model)), "model")
+            values["algorithms"] = fill_from_model(values["algorithms"], model, path, problems)
         for name, (registry, noun) in _SETS.items():
             if name in values:
                 values[name] = _parse_set(name, values[name], registry, noun, problems)
@@ -381,7 +388,7 @@ class TrainerHparams(Hparams):
             ConfigError: Listing everything the recipe names that cannot be built (a missing file, a wrong data
                 format, a missing optional package, a model that does not fit its data), each at its key path.
         """
-        from composer.config.dry_run import fit_problems, method_extremes, method_limits
+        from composer.config.dry_run import fit_problems, method_extremes, method_limits, method_surgery
         from composer.trainer import Trainer
         from composer.utils.seeding import new_seed, seed_all
 
@@ -389,6 +396,9 @@ class TrainerHparams(Hparams):
         seed_all(seed)  # before the model is built, so its initialization follows the seed
         problems: list[ConfigError] = []
         model = _attempt(problems, self._path("model"), self.model.initialize_object)
+        if model is not None:  # changed as INIT will, before the optimizer and the dry run below see it
+            for key, change in method_surgery(self.algorithms):
+                _attempt(problems, key, functools.partial(change, model))
         train_dataset, eval_dataset, optimizer_config = self.train_dataset, self.eval_dataset, self.optimizer
         train_data = _attempt(
             problems,

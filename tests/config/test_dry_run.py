@@ -109,6 +109,27 @@ def test_a_sequence_must_fit_alibis_max_sequence_length():
     TrainerHparams.from_dict(recipe).initialize_object().close()
 
 
+def test_with_alibi_the_dry_run_takes_longer_sequences_than_the_model_was_built_for():
+    # Train short, evaluate long: the sample goes through the model as ALiBi's surgery (at INIT) leaves it.
+    recipe = {
+        "model": {"gpt": {"n_layer": 1, "n_head": 2, "n_embd": 16, "max_sequence_length": 16}},
+        "train_dataset": {"synthetic_tokens": {"num_samples": 4, "seq_len": 16}},
+        "eval_dataset": {"synthetic_tokens": {"num_samples": 2, "seq_len": 32}},
+        "train_batch_size": 2,
+        "max_duration": "1ba",
+        "algorithms": {"alibi": {"max_sequence_length": 32, "train_sequence_length_scaling": 1.0}},
+        "progress_bar": False,
+        "seed": 0,
+    }
+    with TrainerHparams.from_dict(recipe).initialize_object() as trainer:
+        trainer.fit()
+        assert "wpe.weight" not in trainer.state.model.state_dict()
+        assert all(group["params"] for group in trainer.state.optimizers[0].param_groups)
+    without = {key: value for key, value in recipe.items() if key != "algorithms"}
+    with pytest.raises(ConfigError, match=r"GPT got a sequence of length 32, longer than max_sequence_length=16"):
+        TrainerHparams.from_dict(without).initialize_object()
+
+
 def test_the_smallest_images_of_progressive_resizing_must_fit_the_model():
     recipe = {**_IMAGES, "algorithms": {"progressive_resizing": {"initial_scale": 0.1}}}
     with pytest.raises(ConfigError, match=r"becomes of shape \[1, 1, 1\]") as info:

@@ -378,6 +378,40 @@ class Alibi(Algorithm):
             train_sequence_length_scaling=train_sequence_length_scaling,
         )
 
+    def apply_to_model(
+        self, model: nn.Module, optimizers: torch.optim.Optimizer | Sequence[torch.optim.Optimizer] | None = None
+    ) -> None:
+        """The surgery this algorithm makes at ``INIT``: :func:`apply_alibi` with its paths imported.
+
+        Applying it again (as ``INIT`` does on a model it was applied to) replaces the first set-up and changes nothing
+        else; the recipe layer applies it before its dry run, so that the sample goes through the model training sees.
+
+        Args:
+            model: The model to change, in place.
+            optimizers: Optimizers built on ``model``'s parameters; the removed parameters leave them.
+
+        Example:
+            >>> from composer.models import GPT, GPTConfig
+            >>> model = GPT(GPTConfig(n_layer=1, n_embd=32, max_sequence_length=16))
+            >>> Alibi.from_model(model, max_sequence_length=64).apply_to_model(model)
+            >>> model({"input_ids": torch.zeros(1, 64, dtype=torch.long)}).shape
+            torch.Size([1, 64, 256])
+        """
+        mask_function = self.mask_replacement_function
+        apply_alibi(
+            model,
+            heads_per_layer=self.heads_per_layer,
+            max_sequence_length=self.max_sequence_length,
+            position_embedding_attribute=self.position_embedding_attribute,
+            attention_module=_import_object(self.attention_module_name, "attention_module_name"),
+            attr_to_replace=self.attr_to_replace,
+            alibi_attention=_import_object(self.alibi_attention, "alibi_attention"),
+            mask_replacement_function=(
+                None if mask_function is None else _import_object(mask_function, "mask_replacement_function")
+            ),
+            optimizers=optimizers,
+        )
+
     def train_sequence_length(self, seq_len: int) -> int:
         """The length of the training sequences made from batches of ``seq_len`` tokens per sequence.
 
@@ -411,20 +445,7 @@ class Alibi(Algorithm):
     def apply(self, event: Event, state: State, logger: Logger) -> None:
         """Performs the surgery at ``INIT``; reshapes the training batch to shorter sequences afterwards."""
         if event == Event.INIT:
-            mask_function = self.mask_replacement_function
-            apply_alibi(
-                state.model,
-                heads_per_layer=self.heads_per_layer,
-                max_sequence_length=self.max_sequence_length,
-                position_embedding_attribute=self.position_embedding_attribute,
-                attention_module=_import_object(self.attention_module_name, "attention_module_name"),
-                attr_to_replace=self.attr_to_replace,
-                alibi_attention=_import_object(self.alibi_attention, "alibi_attention"),
-                mask_replacement_function=(
-                    None if mask_function is None else _import_object(mask_function, "mask_replacement_function")
-                ),
-                optimizers=state.optimizers,
-            )
+            self.apply_to_model(state.model, optimizers=state.optimizers)
             return
         state.batch = scale_sequence_length(state.batch_dict, self.train_sequence_length_scaling)
 
