@@ -13,6 +13,12 @@ torch's ``DistributedDataParallel`` (what the Trainer should cost no more than) 
 same kind of DataLoader, plus a bare ``all_reduce`` of a tensor as large as the gradients and one of the 3 numbers
 the Trainer reduces per batch (loss, samples, tokens).
 
+Last, the cost of agreeing on the batch at which a SIGTERM stops every rank (``composer.trainer.preemption``): the
+same Trainer in interleaved rounds (the order rotating) with no agreement at all (as before preemption was handled),
+as shipped (these even batches carry no counts' all-reduce, so a check about every second), and with a check after
+every batch (the naive way: one more all-reduce per step); the figure is each one's median per-round ratio to the
+first.
+
 Run:  .venv/bin/python benchmarks/dist_overhead.py [--steps 100] [--rounds 5]
 """
 
@@ -78,6 +84,23 @@ def step_times_ms(trainer: Trainer, steps: int, rounds: int, warm_up: bool = Tru
     return times
 
 
+# How the ranks agree on stopping after a signal: None, none at all; else StopAgreement.check_every (seconds).
+AGREEMENTS = {"no agreement (before)": None, "as shipped (a check about every 1 s)": 1.0, "a check every batch": 0.0}
+
+
+def agreement_step_times(trainer: Trainer, steps: int, rounds: int) -> dict[str, list[float]]:
+    """Per-step times (ms) of ``fit`` under each way of agreeing on a stop, one per round each, in rotating order."""
+    stop, names = trainer.parallel.stop, list(AGREEMENTS)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            every = AGREEMENTS[name]
+            stop.launched, stop.check_every = every is not None, every or 0.0  # not launched: it never communicates
+            times[name] += step_times_ms(trainer, steps, rounds=1, warm_up=False)
+    stop.launched, stop.check_every = True, 1.0
+    return times
+
+
 def hand_loop_ms(ddp: bool, steps: int) -> float:
     """One round of a hand-written loop (with or without torch's DDP) on the same model and batch size."""
     torch.manual_seed(0)
@@ -114,7 +137,7 @@ def all_reduce_ms(num_elements: int, rounds: int) -> list[float]:
 
 def worker(args: argparse.Namespace) -> None:
     """One rank of the 2-rank job: writes its step and all-reduce times to ``args.out`` (rank 0)."""
-    trainer = make_trainer(steps_per_epoch=args.steps * (args.rounds + 1))
+    trainer = make_trainer(steps_per_epoch=args.steps * (4 * args.rounds + 1))
     steps, hand_ddp, hand_local = [], [], []
     for _ in range(args.rounds):
         steps += step_times_ms(trainer, args.steps, rounds=1, warm_up=not steps)
@@ -124,6 +147,7 @@ def worker(args: argparse.Namespace) -> None:
     reduces = all_reduce_ms(num_params, rounds=5 * args.rounds)
     counts = all_reduce_ms(3, rounds=50 * args.rounds)  # the batch's loss, samples and tokens
     times = {"steps": steps, "hand_ddp": hand_ddp, "hand_local": hand_local, "all_reduce": reduces, "counts": counts}
+    times["agreement"] = agreement_step_times(trainer, args.steps, args.rounds)  # type: ignore[assignment]
     gathered = dist.all_gather_object({**times, "params": num_params})
     if dist.get_global_rank() == 0:
         Path(args.out).write_text(json.dumps(gathered))
@@ -167,6 +191,12 @@ def main() -> None:
     print(f"  Trainer minus hand-written DDP loop:        {two_rank - hand_ddp:.2f} ms (the Trainer's own share)")
     print(f"  bare all_reduce of {megabytes:.1f} MB:               {statistics.median(ranks[0]['all_reduce']):.2f} ms")
     print(f"  all_reduce of 3 numbers (per-batch counts):  {statistics.median(ranks[0]['counts']):.3f} ms")
+    agreement = ranks[0]["agreement"]
+    baseline = agreement["no agreement (before)"]
+    print("agreeing on the batch a SIGTERM stops at (rank 0, interleaved rounds):")
+    for name, values in agreement.items():
+        ratio = statistics.median(t / b for t, b in zip(values, baseline, strict=True))
+        print(f"  {name:<38} {statistics.median(values):.2f} ms per step, median ratio {ratio:.4f}")
 
 
 if __name__ == "__main__":

@@ -262,25 +262,24 @@ def test_composer_train_returns_status_75_after_saving(guard, tmp_path, capsys):
 # ---- 2 ranks, for real -------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def jobs(s3_server, tmp_path_factory) -> dict[str, Any]:
-    """The ``signal`` job, then the ``rerun`` job; what each rank recorded, by scenario and rank."""
-    folder = tmp_path_factory.mktemp("preemption")
-    bucket = s3_server.create_bucket()
-    results: dict[str, Any] = {"server": s3_server, "bucket": bucket}
-    args = [s3_server.endpoint_url, bucket, DDP_MOMENT, SHARDED_MOMENT]
+def run_jobs(server: Any, folder: Path, moments: tuple[str, str]) -> dict[str, Any]:
+    """Runs the ``signal`` job, then the ``rerun`` job, with the DDP and sharded ``moments``; returns what each rank
+    recorded, by scenario and rank, with the moments, the server and the bucket (also scripts/preemption_soak.py's)."""
+    bucket = server.create_bucket()
+    results: dict[str, Any] = {"server": server, "bucket": bucket, "moments": moments}
     for scenario in ("signal", "rerun"):
-        job = launch.torchrun(scenario, folder, WORKER, args, s3_server.environment())
+        job = launch.torchrun(scenario, folder, WORKER, [server.endpoint_url, bucket, *moments], server.environment())
         files = [folder / f"{scenario}{rank}.pt" for rank in range(launch.WORLD_SIZE)]
         if not all(f.exists() for f in files):  # the signal job's launcher ends with an error: torchrun was stopped
-            pytest.fail(f"The 2-rank job {scenario!r} failed ({job.returncode}):\n{job.stderr[-10000:]}")
+            raise RuntimeError(f"The 2-rank job {scenario!r} failed ({job.returncode}):\n{job.stderr[-10000:]}")
         results[scenario] = [torch.load(f, weights_only=False) for f in files]
     return results
 
 
-@pytest.mark.dist
-def test_ddp_ranks_stop_after_the_same_batch_when_one_rank_is_signalled_and_resume_bitwise(jobs):
-    batch = int(DDP_MOMENT.split(":")[0])
+def check_ddp(jobs: dict[str, Any]) -> None:
+    """Rank 1 alone was signalled: both ranks stopped after the same batch, within two of it (the check's interval
+    is at most 2 batches here), saved it, and the rerun resumed from it and ended bitwise equal."""
+    batch = int(jobs["moments"][0].split(":")[0])
     stopped = [jobs["signal"][rank]["ddp/preempted"] for rank in (0, 1)]
     assert [s["signal"] for s in stopped] == [None, "SIGTERM"]  # rank 0 learnt it from the agreement
     assert stopped[0]["batch"] == stopped[1]["batch"] and batch <= stopped[0]["batch"] <= batch + 2
@@ -292,9 +291,10 @@ def test_ddp_ranks_stop_after_the_same_batch_when_one_rank_is_signalled_and_resu
     assert_equal(jobs["rerun"][0]["ddp/weights"], jobs["signal"][0]["ddp-base/weights"])
 
 
-@pytest.mark.dist
-def test_sharded_checkpoints_in_the_store_when_torchrun_is_signalled_then_a_fresh_machine_resumes_bitwise(jobs):
-    batch, event = SHARDED_MOMENT.split(":")
+def check_sharded(jobs: dict[str, Any]) -> None:
+    """torchrun was signalled: both ranks stopped after the batch the signal came in (the next one when it came after
+    that batch's counts), its sharded checkpoint is complete in the store, and a fresh machine resumed from it."""
+    batch, event = jobs["moments"][1].split(":")
     expected = int(batch) + (1 if event == "batch_end" else 0)  # after the batch's counts: carried on the next ones
     stopped = [jobs["signal"][rank]["sharded/preempted"] for rank in (0, 1)]
     assert [s["signal"] for s in stopped] == ["SIGTERM", "SIGTERM"]  # torchrun passed it on to both
@@ -304,3 +304,18 @@ def test_sharded_checkpoints_in_the_store_when_torchrun_is_signalled_then_a_fres
     for rank in (0, 1):  # a fresh machine: empty local folders, the checkpoint downloaded from the store
         assert jobs["rerun"][rank]["sharded/resumed_from"] == Path(url).name
     assert_equal(jobs["rerun"][0]["sharded/weights"], jobs["signal"][0]["sharded-base/weights"])
+
+
+@pytest.fixture(scope="module")
+def jobs(s3_server, tmp_path_factory) -> dict[str, Any]:
+    return run_jobs(s3_server, tmp_path_factory.mktemp("preemption"), (DDP_MOMENT, SHARDED_MOMENT))
+
+
+@pytest.mark.dist
+def test_ddp_ranks_stop_after_the_same_batch_when_one_rank_is_signalled_and_resume_bitwise(jobs):
+    check_ddp(jobs)
+
+
+@pytest.mark.dist
+def test_sharded_checkpoints_in_the_store_when_torchrun_is_signalled_then_a_fresh_machine_resumes_bitwise(jobs):
+    check_sharded(jobs)
