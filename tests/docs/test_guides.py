@@ -40,3 +40,11 @@ def test_guide_code_runs(page, tmp_path, monkeypatch):
         if reason:
             continue
         exec(compile(code, f"{page.name}[python block {index}]", "exec"), namespace)
+
+
+def test_getting_started_trains_on_a_folder_of_images_it_writes():
+    # Your own images: image_folder_dataloader and the image_folder recipe dataset, in blocks test_guide_code_runs
+    # runs, on a folder the example writes itself (nothing downloaded).
+    code = "\n".join(code for code, reason in blocks(DOCS / "guides" / "getting-started.md") if not reason)
+    assert "image_folder_dataloader(" in code and "train_dataset: {image_folder: {path:" in code
+    assert "load_recipe(" in code and ".save(folder" in code
