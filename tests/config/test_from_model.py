@@ -134,3 +134,19 @@ def test_some_paths_but_not_all_are_refused_with_the_missing_ones():
     with pytest.raises(ConfigError) as info:
         TrainerHparams.from_dict(recipe)
     assert sorted(where for where, _ in info.value.problems) == ["algorithms.alibi", "model"]
+
+
+def test_a_pretrained_model_is_read_from_its_config_without_its_weights(tmp_path):
+    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(**GPT2))
+    model.save_pretrained(tmp_path / "gpt2", safe_serialization=True)
+    for weights in (tmp_path / "gpt2").glob("*.safetensors"):
+        weights.write_bytes(b"not read")  # the structure comes from config.json alone
+    recipe = {
+        "model": {"huggingface": {"pretrained": str(tmp_path / "gpt2")}},
+        "train_dataset": "python_docs",
+        "train_batch_size": 2,
+        "max_duration": "1ba",
+        "algorithms": {"alibi": {"max_sequence_length": 64, "train_sequence_length_scaling": 1.0}},
+    }
+    filled = TrainerHparams.from_dict(recipe).algorithms["alibi"].to_dict()
+    assert filled == _reference(64, config=transformers.GPT2Config(**GPT2))
