@@ -33,6 +33,8 @@ import threading
 import time
 from pathlib import Path
 
+from _torchrun import worker_env  # benchmarks/_torchrun.py, next to this script: this checkout importable
+
 BEHAVIOURS = ("preemption", "periodic only")
 WARM_UP = 20  # batches before the signal may come
 PATTERN = "ep{epoch}-ba{batch}-rank{rank}.pt"
@@ -102,7 +104,9 @@ class Trial:
     def __init__(self, command: list[str]) -> None:
         self.batch = 0
         self.stopped_at: float | None = None  # when the process said that fit raised Preempted
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=worker_env()
+        )
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 

@@ -294,8 +294,9 @@ class CheckpointSaver(Callback):
         """For a job told to stop (:mod:`composer.trainer.preemption`): saves this batch's checkpoint, unless one was
         saved at this batch, then waits for the uploads until ``time.monotonic()`` reaches ``deadline`` at the latest.
 
-        Every rank calls it. At the deadline the uploads still running are left to the worker thread (which ends with
-        the process) and :meth:`close` no longer waits for them: the checkpoint stays in the local folder.
+        Every rank calls it. At the deadline the uploads still running are cancelled (a multipart upload is aborted:
+        the process's exit would wait for it) and :meth:`close` no longer waits for them: the checkpoint stays in the
+        local folder.
 
         Returns:
             bool: Whether the checkpoint is complete in the store (as this rank knows; True without a store).
@@ -310,7 +311,8 @@ class CheckpointSaver(Callback):
         if self.sharded:  # a collective: what every rank has uploaded by the deadline counts now
             self._commit_sharded_uploads(state, wait=True, deadline=deadline)
         done = self._uploader.wait_until(deadline) and not self._awaiting_commit and self.store_outage is None
-        if not done:
+        if not done:  # the process is about to end: stop the uploads in flight, which its exit would wait for
+            self.remote.store.cancel_uploads()
             self._uploader = None
         return done
 

@@ -8,7 +8,7 @@ SIGTERM and (unless ``handle_sigint=False``) SIGINT:
    ``BATCH_CHECKPOINT`` (and an evaluation that is due);
 2. with ``save_folder``, the Trainer's checkpoint saver saves that batch (unless it just did) and waits for the upload
    of it, and of those queued before it, until ``preemption_grace_period`` seconds after the signal; at that
-   deadline an unfinished upload is left (the checkpoint stays in the local folder, which the next run's
+   deadline an unfinished upload is stopped (the checkpoint stays in the local folder, which the next run's
    ``autoresume`` looks at too) and the message names the local file;
 3. ``fit`` raises :class:`Preempted` (under SIGINT :class:`Interrupted`, also a ``KeyboardInterrupt``, so that a
    notebook stops as on any Ctrl-C), and, as after any error, the callbacks and loggers are closed.
@@ -316,8 +316,8 @@ class Preemption:
         else:
             outcome = (
                 f"; the checkpoint is saved at {newest}, but its upload to {remote.url} did not finish within "
-                f"preemption_grace_period={self.grace_period:g} s. It stays on this machine: a run with autoresume=True "
-                "here uploads it, and until then the store's newest checkpoint is older",
+                f"preemption_grace_period={self.grace_period:g} s and was stopped. It stays on this machine: a run with "
+                "autoresume=True here uploads it, and until then the store's newest checkpoint is older",
                 str(newest),
                 False,
             )

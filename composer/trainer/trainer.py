@@ -126,7 +126,7 @@ class Trainer:
         save_weights_only (bool): Save only the model's weights.
         preemption_grace_period (float): On SIGTERM (or SIGINT) while ``fit`` runs, finish the batch, save it (with
             ``save_folder``) and upload it within this many seconds of the signal, then close the callbacks and raise
-            :class:`~composer.trainer.preemption.Preempted`; at the deadline an upload is left and the local file kept.
+            :class:`~composer.trainer.preemption.Preempted`; at the deadline an upload is stopped, the local file kept.
             20 fits torchrun's 30 s before SIGKILL and Kubernetes' default grace. See :mod:`~composer.trainer.preemption`.
         handle_sigint (bool): Handle SIGINT (Ctrl-C) like SIGTERM, raising ``Interrupted``, a ``KeyboardInterrupt``.
         load_path (str | PathLike, optional): Load this checkpoint after ``INIT``: the whole training state (training

@@ -140,6 +140,7 @@ class S3ObjectStore:
         from botocore.config import Config
 
         self.bucket = bucket
+        self._cancelled = False  # cancel_uploads() was called
         self.options = StorageOptions.from_input(options)
         options = self.options
         self.timeout, attempts = request_limits(options.retry_budget)
@@ -181,12 +182,28 @@ class S3ObjectStore:
         upload is complete, so a reader sees the whole file or none; a multipart upload that fails is aborted.
         """
         extra = {"Metadata": dict(metadata)} if metadata else None
+        callback = self._cancellable(progress)
         self._retry(
             f"uploading {local_path} to {self._url(key)}",
             lambda: self._client.upload_file(
-                str(local_path), self.bucket, key, ExtraArgs=extra, Config=self._transfer, Callback=progress
+                str(local_path), self.bucket, key, ExtraArgs=extra, Config=self._transfer, Callback=callback
             ),
         )
+
+    def cancel_uploads(self) -> None:
+        """Stops the uploads in flight at their next chunk (a multipart one is aborted) and fails later ones at once,
+        with :class:`ObjectStoreError`: for a process that must end now, whose exit would otherwise wait for them (a
+        preemption past its grace period: :mod:`composer.trainer.preemption`). It cannot be undone."""
+        self._cancelled = True
+
+    def _cancellable(self, progress: Callable[[int], None] | None) -> Callable[[int], None]:
+        def report(sent: int) -> None:  # called by the transfer's threads as the file's chunks are read
+            if self._cancelled:
+                raise _CancelledError("cancelled: the process is ending (its preemption grace period is over)")
+            if progress is not None:
+                progress(sent)
+
+        return report
 
     def upload_bytes(self, data: bytes, key: str) -> None:
         """Writes ``data`` as the whole object ``key`` (small files: logs, markers)."""
@@ -333,6 +350,8 @@ class S3ObjectStore:
                     f"{what} objects in the bucket {self.bucket!r}. {chain}."
                 )
             return f"the store answered {code}: {message}. Check the bucket, prefix and storage_options."
+        if isinstance(error, _CancelledError):
+            return str(error)
         return f"{type(error).__name__}: {error}. Check the URL and storage_options."
 
     def _retry(self, what: str, operation: Callable[[], T]) -> T:
@@ -362,6 +381,10 @@ class S3ObjectStore:
                 delay = min(_MAX_BACKOFF, 0.1 * 2 ** (attempt - 1), room) * random.uniform(0.5, 1.0)
                 log.warning("%s failed (%s); retrying in %.2f s.", what, type(e).__name__, delay)
                 time.sleep(delay)
+
+
+class _CancelledError(Exception):
+    """An upload stopped by :meth:`S3ObjectStore.cancel_uploads`."""
 
 
 def _root(error: BaseException) -> BaseException:
