@@ -49,7 +49,9 @@ class CheckpointSaver(Callback):
     """Saves the training state at an interval, atomically, keeping the newest ``num_checkpoints_to_keep``.
 
     A checkpoint is written at ``BATCH_CHECKPOINT`` or ``EPOCH_CHECKPOINT`` when the interval says so, and once
-    more at the last ``EPOCH_CHECKPOINT`` of the run, so the final state is always saved; never twice after the same
+    more at the last ``EPOCH_CHECKPOINT`` of the run (at its last ``BATCH_CHECKPOINT`` when the run stops in the
+    middle of an epoch, which stays open: ``State.fit_ends_mid_epoch``), so the final state is always saved; never
+    twice after the same
     batch (a batch interval that saved an epoch's last batch is not followed by a save of the same weights when the
     epoch ends). Each file is written by
     :func:`composer.utils.checkpoint.save_checkpoint` (temporary file, fsync, rename; with a checksum); then the
@@ -459,6 +461,8 @@ class CheckpointSaver(Callback):
             state.stop_requested or timer.get(state.max_duration.unit) >= state.max_duration
         ):
             return True  # the run is over: always keep its final state
+        if event is Event.BATCH_CHECKPOINT and state.fit_ends_mid_epoch:
+            return True  # the run is over in the middle of an epoch (no EPOCH_CHECKPOINT comes): its final state
         if self._interval_function is not None:
             return bool(self._interval_function(state, event))
         interval = self._interval

@@ -43,7 +43,7 @@ class Event(Enum, metaclass=_EventMeta):
         INIT                                    # Trainer.__init__: model built, before the optimizer sees it
         FIT_START                               # each call to fit()
         while the run is not over:
-            EPOCH_START                         # not when resuming in the middle of an epoch
+            EPOCH_START                         # not when continuing (resuming) an epoch left open
             for batch in train_dataloader:
                 AFTER_DATALOADER                # the batch is on the device; samples and tokens counted
                 BATCH_START
@@ -59,11 +59,13 @@ class Event(Enum, metaclass=_EventMeta):
                 AFTER_TRAIN_BATCH               # gradients unscaled and clipped
                 optimizer step; timer advances; schedulers step
                 BATCH_END
-                evaluation, if an evaluator is due (EVAL_START ... EVAL_END), unless this batch ends the run
-                BATCH_CHECKPOINT
+                evaluation, if an evaluator is due (EVAL_START ... EVAL_END), unless this batch ends the run;
+                    a run that ends here, mid-epoch: each evaluator not yet run at this batch (eval_at_fit_end)
+                BATCH_CHECKPOINT                # a run that ends here, mid-epoch: the final checkpoint
                 after a SIGTERM or SIGINT: save this batch, close, raise Preempted (no more events; see below)
-                stop here if the run is over or state.stop_training() was called
-            EPOCH_END
+                stop here if the run is over or state.stop_training() was called: if the epoch's data is not
+                    exhausted (state.fit_ends_mid_epoch), the epoch stays open: no EPOCH_END, straight to FIT_END
+            EPOCH_END                           # the epoch's data is exhausted: timer.epoch counts it
             evaluation, if an evaluator is due; at the run's end, each one not yet run at this batch (eval_at_fit_end)
             EPOCH_CHECKPOINT
         FIT_END

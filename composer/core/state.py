@@ -298,8 +298,8 @@ class State(Serializable):
     def stop_training(self, reason: str = "stop_training() called") -> None:
         """Ends the run once the current batch completes (the one way a callback may change the run).
 
-        ``BATCH_END``, ``BATCH_CHECKPOINT``, ``EPOCH_END``, ``EPOCH_CHECKPOINT``, a due evaluation, the final
-        checkpoint and ``FIT_END`` still happen.
+        ``BATCH_END``, ``BATCH_CHECKPOINT``, a due evaluation, the final checkpoint and ``FIT_END`` still happen;
+        ``EPOCH_END`` and ``EPOCH_CHECKPOINT`` only if the batch was the epoch's last (see :attr:`fit_ends_mid_epoch`).
 
         Args:
             reason (str): Why, for the logs and ``state.stop_reason``.
@@ -310,6 +310,24 @@ class State(Serializable):
     def stop_requested(self) -> bool:
         """Whether :meth:`stop_training` was called."""
         return self.stop_reason is not None
+
+    @property
+    def fit_ends_mid_epoch(self) -> bool:
+        """Whether ``fit`` ends before the current epoch's data is exhausted: the run is over (``max_duration`` in
+        batches, samples or tokens reached, or :meth:`stop_training`) with fewer than ``steps_per_epoch`` batches of
+        the epoch trained (or any number, when the data's length is unknown).
+
+        An epoch ends only when its data is exhausted, so such an epoch stays open: ``EPOCH_END`` and
+        ``EPOCH_CHECKPOINT`` do not fire for it; the evaluation of the weights ``fit`` ends with follows the last
+        ``BATCH_END`` instead, and the final checkpoint is saved at the last ``BATCH_CHECKPOINT``. A later ``fit``, or
+        a run resumed from that checkpoint, trains the epoch's remaining batches as an uninterrupted run would.
+        """
+        done = self.timer.batch_in_epoch.value
+        duration = self._max_duration
+        if done == 0 or not (self.stop_reason is not None or self.timer.count(duration.unit) >= duration.value):
+            return False
+        steps = self.steps_per_epoch
+        return steps is None or done < steps
 
     # ---- collections whose identity others hold on to ----------------------------------------------------------
 

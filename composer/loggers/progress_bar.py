@@ -315,7 +315,7 @@ class ProgressBarLogger(LoggerDestination):
         self._in_fit = True
 
     def fit_end(self, state: State, logger: Logger) -> None:
-        del logger
+        self.epoch_end(state, logger)  # a fit that stops mid-epoch: the open epoch's bar (or line) ends here
         self._in_fit = False
         if state.stop_reason is not None and self.mode != "off":
             timer = state.timer

@@ -419,8 +419,9 @@ def epoch_batches(state: State, dataloader: Iterable[Any], steps_per_epoch: int 
     iterator, which is when a shuffling DataLoader draws its order and worker seeds). After a checkpoint was loaded
     (``state.resume_rng`` is set) in the middle of an epoch, it restores the epoch-start states, rebuilds the
     iterator, draws the ``batch_in_epoch`` batches already trained and drops them, then restores the states saved
-    with the checkpoint; at an epoch boundary it restores those states first. The per-epoch cost is one snapshot of
-    the random states; nothing happens per batch.
+    with the checkpoint; at an epoch boundary it restores those states first. A later ``fit`` of the same Trainer
+    that continues an open epoch (the last one stopped mid-epoch) does the same with the states of this moment. The
+    per-epoch cost is one snapshot of the random states; nothing happens per batch.
 
     Args:
         state (State): The training state.
@@ -436,6 +437,8 @@ def epoch_batches(state: State, dataloader: Iterable[Any], steps_per_epoch: int 
     """
     done = state.timer.batch_in_epoch.value
     resume_rng, state.resume_rng = state.resume_rng, None
+    if done and resume_rng is None and state.epoch_start_rng is not None:
+        resume_rng = state.capture_rng()  # a later fit continues the open epoch: rebuild its order, then carry on
     if done == 0:
         if resume_rng is not None:
             state.restore_rng(resume_rng)

@@ -14,12 +14,16 @@ The events, in order::
     EVAL_END
 
 The model is in eval mode and gradients are off for the whole evaluation; the training mode, ``state.dataloader``
-and ``state.batch`` are put back after it.
+and ``state.batch`` are put back after it, and so are the process's random states (``State.capture_rng``: an
+evaluation loader draws its workers' seeds from torch's generator), so that evaluating more often, or once more at
+the end of a ``fit`` that a later ``fit`` extends, leaves training's random draws as they were.
 
 During ``fit`` an evaluator runs when its interval ends (:meth:`EvaluationLoop.due`). With ``eval_at_fit_end`` (the
 Trainer's default) the weights ``fit`` ends with are evaluated too, by every evaluator, after the last
 ``EPOCH_END`` (where SWA puts its average in) and before the last ``EPOCH_CHECKPOINT``: an evaluation due at the
 last batch waits until then, and an evaluator that already ran there (an interval of one epoch) does not run again.
+When ``fit`` stops in the middle of an epoch (``State.fit_ends_mid_epoch``: no ``EPOCH_END`` fires for an epoch whose
+data is not exhausted), that evaluation follows the last ``BATCH_END`` instead, before the last ``BATCH_CHECKPOINT``.
 """
 
 from __future__ import annotations
@@ -107,7 +111,7 @@ class EvaluationLoop:
         state = self._state
         timer = state.timer
         ending = self.at_fit_end and self._run_over()
-        if ending and unit == TimeUnit.BATCH:
+        if ending and unit == TimeUnit.BATCH and not state.fit_ends_mid_epoch:
             return  # after EPOCH_END, on the weights fit ends with
         for evaluator in state.evaluators:
             interval = evaluator.eval_interval
@@ -139,6 +143,7 @@ class EvaluationLoop:
         spec = evaluator.dataloader
         metrics = self.metrics_for(evaluator)
         self._evaluated_at[evaluator.label] = state.timer.batch.value
+        training_rng = state.capture_rng()  # evaluating draws nothing training would: more evaluations, same run
         was_training = model.training
         train_batch = state.batch
         model.eval()
@@ -166,6 +171,7 @@ class EvaluationLoop:
         model.train(was_training)
         state.dataloader, state.dataloader_label = state.train_dataloader, "train"
         state.batch = train_batch
+        state.restore_rng(training_rng)
         return results
 
     def _forward(self, label: str, spec: DataSpec, padding: bool = False) -> list[tuple[Any, Any]]:

@@ -72,7 +72,9 @@ class Trainer:
         model (ComposerModel): The model (wrap a plain ``nn.Module`` classifier in ``ComposerClassifier``).
         train_dataloader (Iterable | DataSpec): Training batches.
         max_duration (str | Time | int): How long to train (``'10ep'``, ``'500ba'``, ``'1e6sp'``, ``'2048tok'``;
-            an int means epochs). Multiplied by ``scale_schedule_ratio``.
+            an int means epochs). Multiplied by ``scale_schedule_ratio``. An epoch ends only when its data is exhausted:
+            a run stopped mid-epoch leaves it open, and a later ``fit`` or a resumed run of a longer duration trains
+            the rest exactly as one uninterrupted run; schedules in ``'dur'`` stretch with it (the schedulers guide).
         eval_dataloader (Iterable | DataSpec | Evaluator | Sequence, optional): Evaluation data; a plain loader
             becomes ``Evaluator(label='eval', eval_interval=eval_interval)``.
         algorithms (Sequence[Algorithm], optional): Speed-up methods, in order (one algorithm: a list of one).
@@ -494,9 +496,10 @@ class Trainer:
         """Trains until ``max_duration`` (or for ``duration`` more), then returns; may be called again.
 
         Args:
-            train_dataloader (Iterable | DataSpec, optional): Replace the training data from now on.
+            train_dataloader (Iterable | DataSpec, optional): Replace the training data from now on (an epoch left
+                open by a stop mid-epoch ends first: the new data starts a new epoch).
             duration (str | Time | int, optional): Train this much longer than the time already trained
-                (``max_duration`` becomes now + duration).
+                (``max_duration`` becomes now + duration: ``'1ep'`` after a stop mid-epoch ends that epoch).
         """
         state = self.state
         if train_dataloader is not None:
@@ -509,6 +512,7 @@ class Trainer:
             extra = Time.from_input(duration, default_unit=TimeUnit.EPOCH)
             state.max_duration = state.timer.get(extra.unit) + extra
         state.stop_reason = None
+        self._data_replaced = train_dataloader is not None  # an open epoch ends with its data: new data, a new epoch
         try:
             profiling = contextlib.nullcontext() if self.profiler is None else self.profiler.recording(state)
             # Launched: names the rank that raised or hung. Watching: SIGTERM and SIGINT save a checkpoint and stop.
@@ -540,8 +544,10 @@ class Trainer:
             if self.compilation is not None:  # surgery since the last epoch: compile afresh, once
                 self.compilation.refresh(state.model)
             num_batches = 0
-            self.parallel.set_epoch(self._train_spec.dataloader, state.timer.epoch.value)
-            for batch in self._batches(epoch_batches(state, self._train_spec.dataloader, state.steps_per_epoch)):
+            data = self._train_spec.dataloader
+            self.parallel.set_epoch(data, state.timer.epoch.value)
+            batches = () if resume_at and self._data_replaced else epoch_batches(state, data, state.steps_per_epoch)
+            for batch in self._batches(batches):
                 num_batches += 1
                 train_batch(batch)
                 self._preemption.after_batch(state)  # after a signal (every rank the same batch): save, raise Preempted
@@ -552,6 +558,8 @@ class Trainer:
                     "train_dataloader produced no batches this epoch; it must yield at least one batch per epoch "
                     "(an exhausted iterator or generator cannot be reused: pass a DataLoader)."
                 )
+            if state.fit_ends_mid_epoch:  # the epoch stays open: a later fit, or a resumed run, trains the rest
+                break
             state.timer.on_epoch_complete()
             self._schedulers.step_epoch()
             engine.run_event(Event.EPOCH_END)

@@ -82,6 +82,14 @@ def test_plain_lines_outside_a_terminal_only_at_epoch_and_eval_ends():
         assert re.fullmatch(pattern, line), line
 
 
+def test_a_run_that_stops_mid_epoch_prints_the_open_epoch_at_its_end():
+    stream = io.StringIO()
+    train(ProgressBarLogger(stream=stream), max_duration="4ba")  # 3 batches an epoch: the second stays open
+    heads = [line.split(":")[0] for line in stream.getvalue().splitlines()]
+    assert heads == ["Epoch 0", "Eval at epoch 1, batch 3", "Eval at epoch 1, batch 4", "Epoch 1"]
+    assert stream.getvalue().splitlines()[-1].startswith("Epoch 1: 1/3 batches")
+
+
 def test_plain_lines_with_evaluation_every_two_batches():
     stream = io.StringIO()
     train(ProgressBarLogger(stream=stream), eval_interval="2ba")

@@ -79,13 +79,18 @@ def test_batch_eval_interval_and_mid_epoch_stop():
         E.EPOCH_END,
         E.EPOCH_CHECKPOINT,
         E.EPOCH_START,
-        *batch(),  # the evaluation due at the last batch runs after EPOCH_END, on the weights fit ends with
-        E.EPOCH_END,
-        *evaluation(1),
-        E.EPOCH_CHECKPOINT,
+        *batch()[:-1],  # the run stops in the middle of the second epoch, which stays open: no EPOCH_END
+        *evaluation(1),  # the weights fit ends with, before the final checkpoint
+        E.BATCH_CHECKPOINT,
         E.FIT_END,
     ]
     assert recorder.events == expected
+
+
+def test_a_batch_duration_that_ends_an_epoch_ends_it():
+    recorder = run(train_dataloader=make_dataloader(num_samples=12, batch_size=4), max_duration="3ba")
+    epoch = [E.EPOCH_START, *batch(), *batch(), *batch(), E.EPOCH_END, E.EPOCH_CHECKPOINT]
+    assert recorder.events == [E.INIT, E.FIT_START, *epoch, E.FIT_END]
 
 
 def test_timer_seen_at_each_event():
@@ -148,10 +153,9 @@ def test_stop_training_finishes_the_batch_and_closing_events():
         E.FIT_START,
         E.EPOCH_START,
         *batch(),
-        *batch(),
-        E.EPOCH_END,
+        *batch()[:-1],  # the epoch's data is not exhausted: it stays open, without EPOCH_END
         *evaluation(1),
-        E.EPOCH_CHECKPOINT,
+        E.BATCH_CHECKPOINT,
         E.FIT_END,
     ]
     assert trainer.state.stop_reason == "enough"

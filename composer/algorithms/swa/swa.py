@@ -222,7 +222,8 @@ class SWA(Algorithm):
     the first batch past ``swa_start`` the learning rate of every param group anneals along a cosine from its value
     then to ``swa_lr`` over ``anneal_epochs`` epochs (or until the end of the run, if sooner) and stays there,
     overriding any scheduler; ``swa_lr=None`` leaves the schedule alone. At the last ``EPOCH_END`` (the run is over,
-    or training was stopped) the averaged weights are copied into the model and the batch-norm statistics are
+    or training was stopped; at the last ``BATCH_END`` when the run stops in the middle of an epoch, whose weights
+    then join the mean too) the averaged weights are copied into the model and the batch-norm statistics are
     recomputed over one epoch of the training data, before that epoch's evaluation and checkpoint: the model ends
     ``fit`` with the weights the last evaluation scored, and the checkpoint's model weights are those
     (``load_weights_only`` loads them). The weights trained until then (parameters and buffers) are kept
@@ -285,7 +286,8 @@ class SWA(Algorithm):
         """Past ``swa_start``: every EPOCH_END, and every BATCH_START when annealing the LR; FIT_START after the end."""
         if event == Event.FIT_START:
             return self._training_weights is not None
-        return (event == Event.EPOCH_END or (event == Event.BATCH_START and self.swa_lr is not None)) and (
+        ends = event == Event.EPOCH_END or (event == Event.BATCH_END and state.fit_ends_mid_epoch)
+        return (ends or (event == Event.BATCH_START and self.swa_lr is not None)) and (
             state.get_elapsed_duration().value >= self.swa_start
         )
 
