@@ -58,7 +58,9 @@ __all__ = [
     "init_distributed",
     "is_launched",
     "lockstep_batches",
+    "parameter_layout",
     "rank_zero_destinations",
+    "rewrap_ddp",
     "seed_rank",
     "set_sampler_epoch",
     "wrap_ddp",
@@ -384,6 +386,42 @@ def wrap_ddp(
         return None
     device_ids = [device.index] if device.type == "cuda" else None
     return DistributedDataParallel(model, device_ids=device_ids, find_unused_parameters=find_unused_parameters)
+
+
+def parameter_layout(model: torch.nn.Module) -> list[tuple[Any, ...]]:
+    """What ``DistributedDataParallel`` lays its gradient buckets out by: each parameter's identity, shape, strides
+    (its memory format), dtype, device and whether it needs a gradient. A wrapper built before one of these changed
+    copies that gradient into its bucket every step (PyTorch warns "Grad strides do not match bucket view strides"),
+    or never averages a parameter that replaced one; :func:`rewrap_ddp` builds one for the parameters as they are.
+
+    Example:
+        >>> conv = torch.nn.Conv2d(3, 4, 3)
+        >>> before = parameter_layout(conv)
+        >>> before == parameter_layout(conv.to(memory_format=torch.channels_last))
+        False
+    """
+    return [(id(p), p.shape, p.stride(), p.dtype, p.device, p.requires_grad) for p in model.parameters()]
+
+
+def rewrap_ddp(ddp: DistributedDataParallel, device: torch.device) -> DistributedDataParallel | None:
+    """A new ``DistributedDataParallel`` over ``ddp.module`` for its parameters as they are now (after an algorithm
+    changed their layout: :func:`parameter_layout`), with ``ddp``'s ``find_unused_parameters`` and the communication
+    hooks registered on it (``register_comm_hook``); ``ddp`` stops reducing gradients (its autograd hooks are
+    removed), so it must not be used again. Every rank must call it (wrapping checks the shapes across ranks and
+    broadcasts rank 0's weights). None when no parameter needs a gradient any more.
+
+    Args:
+        ddp (DistributedDataParallel): The wrapper built before the change.
+        device (torch.device): This rank's device.
+    """
+    reducer = getattr(ddp, "reducer", None)
+    if reducer is not None:  # else its hooks would still all-reduce into its stale buckets (torch keeps no public API)
+        reducer._remove_autograd_hooks()
+    new = wrap_ddp(ddp.module, device, find_unused_parameters=ddp.find_unused_parameters)
+    if new is not None:
+        for hook, hook_state in getattr(ddp, "_comm_hooks", []):
+            new.register_comm_hook(hook_state, hook)
+    return new
 
 
 def ddp_sync_context(

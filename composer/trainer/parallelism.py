@@ -37,7 +37,9 @@ from composer.trainer.distributed import (
     init_distributed,
     is_launched,
     lockstep_batches,
+    parameter_layout,
     rank_zero_destinations,
+    rewrap_ddp,
     seed_rank,
     set_sampler_epoch,
     wrap_ddp,
@@ -62,7 +64,8 @@ class Parallelism:
     * gives each rank its share of the data: training loaders a ``DistributedSampler`` (:meth:`shard_train_data`,
       reshuffled by :meth:`set_epoch`), evaluation loaders an unpadded sampler (:meth:`shard_evaluator`);
     * prepares the model (:meth:`prepare`): on its device; with ``fsdp_config`` sharded in place before the
-      checkpoint is loaded, else wrapped in ``DistributedDataParallel`` after it (wrapping broadcasts rank 0's weights);
+      checkpoint is loaded, else wrapped in ``DistributedDataParallel`` after it (wrapping broadcasts rank 0's weights),
+      and wrapped anew after ``FIT_START`` if its algorithms changed the parameters' layout (:meth:`rewrap`);
     * runs the microbatches whose gradients are only accumulated under ``no_sync`` (:meth:`sync_context`), counts the
       samples and tokens of all ranks (:meth:`totals`) and keeps FSDP's evaluation forward passes in step
       (:meth:`eval_batches`);
@@ -112,6 +115,8 @@ class Parallelism:
         self._fsdp_checkpoints = grad_accum_auto and self.fsdp_config is not None
         self.model: torch.nn.Module | None = None
         self.ddp_model: DistributedDataParallel | None = None
+        self._layout: list[tuple[Any, ...]] = []  # the parameters as the DDP wrapper was built over them
+        self._beat_hook: torch.utils.hooks.RemovableHandle | None = None  # the heartbeat's, on a rewrapped model
         # The heartbeat while fit runs launched (else None); Microbatching rewinds its count after a retry.
         self.beat: dist.Heartbeat | None = None
         # What no_sync and the heartbeat's hook apply to: the DDP wrapper or the FSDP-sharded model; None unlaunched.
@@ -188,9 +193,28 @@ class Parallelism:
             if compile_model is not None:
                 compile_model()
             self.ddp_model = wrap_ddp(model, self.device, find_unused_parameters=find_unused_parameters)
+            self._layout = parameter_layout(model)
         self.model = model
         self._synced = model if self.fsdp_config is not None else self.ddp_model
         seed_rank(seed)
+
+    def rewrap(self) -> bool:
+        """Called after the algorithms of ``Event.FIT_START`` (every ``fit``): when they changed the parameters the
+        ``DistributedDataParallel`` wrapper was built over (ChannelsLast's memory format, a parameter replaced or
+        frozen: :func:`~composer.trainer.distributed.parameter_layout`), wraps the model anew for them
+        (:func:`~composer.trainer.distributed.rewrap_ddp`, keeping communication hooks registered on the old
+        wrapper), so that no gradient is copied into a bucket laid out for other strides. Returns whether
+        :attr:`ddp_model` changed (the training forward must call the new one). Nothing unlaunched or under FSDP
+        (see ``composer/trainer/DISTRIBUTED.md``)."""
+        old = self.ddp_model
+        if old is None or parameter_layout(old.module) == self._layout:
+            return False
+        self.ddp_model = self._synced = rewrap_ddp(old, self.device)
+        self._layout = parameter_layout(old.module)
+        beat = self.beat
+        if beat is not None and self.ddp_model is not None:  # fit's heartbeat counts the new wrapper's passes
+            self._beat_hook = self.ddp_model.register_forward_pre_hook(lambda module, args: beat.advance())
+        return True
 
     # ---- the training step -----------------------------------------------------------------------------------------
 
@@ -260,3 +284,6 @@ class Parallelism:
             raise
         finally:
             self.beat = None
+            if self._beat_hook is not None:
+                self._beat_hook.remove()
+                self._beat_hook = None

@@ -190,13 +190,10 @@ class Trainer:
             once; see :mod:`composer.trainer.compilation`.
 
     Launched with ``torchrun`` (``WORLD_SIZE`` > 1), the Trainer trains on all processes together: batch sizes are per
-    rank, the timer counts the samples and tokens of all ranks, each rank reads its share of the data, gradients are
-    averaged by DistributedDataParallel, evaluation metrics are reduced over ranks, and only rank 0 writes
-    checkpoints and console or file logs. ``state.model`` stays your ComposerModel; the training forward runs through
-    :attr:`ddp_model`. With ``fsdp_config`` the model is sharded in place instead (after ``INIT`` surgery, before a
-    checkpoint is loaded) and every forward runs through it; checkpoints still hold the whole model and optimizer
-    states, in the format of an unsharded run. All of this is :attr:`parallel`'s (a
-    :class:`~composer.trainer.parallelism.Parallelism`); see ``composer/trainer/DISTRIBUTED.md``.
+    rank, the timer counts all ranks' samples and tokens, each rank reads its share of the data, gradients are
+    averaged by DistributedDataParallel (:attr:`ddp_model`; ``state.model`` stays your ComposerModel) or the model is
+    sharded in place with ``fsdp_config``, evaluation metrics are reduced over ranks, and only rank 0 writes
+    checkpoints (as an unsharded run) and console or file logs (:attr:`parallel`; ``composer/trainer/DISTRIBUTED.md``).
 
     Every callback and logger is closed once (each one's ``close``, then each one's ``post_close``): by
     :meth:`close` (or leaving a ``with Trainer(...) as trainer:`` block), when ``fit`` or the constructor raises,
@@ -207,7 +204,8 @@ class Trainer:
     Attributes:
         parallel (Parallelism): The process group, data sharding, model wrapping and gradient synchronisation.
         ddp_model (DistributedDataParallel | None): The wrapped model when launched (register DDP communication
-            hooks on it before ``fit``); None in a single process and with ``fsdp_config``.
+            hooks on it before ``fit``; if ``FIT_START``'s algorithms change the parameters' layout, ChannelsLast's,
+            a new wrapper replaces it, with the hooks); None in a single process and with ``fsdp_config``.
         fsdp_config (FSDPConfig | None): How the model is sharded; None when it is not.
         compilation (Compilation | None): How the forward is compiled (``compile_config``); None when it is not.
         profiler (ProfilerSession | None): The profiler at work (``profiler``): its ``folder``, the ``traces`` written
@@ -429,7 +427,8 @@ class Trainer:
             if find_unused_parameters is None:
                 find_unused_parameters = any(a.find_unused_parameters for a in self.state.algorithms)
             # On the device; FSDP shards, then the checkpoint loads (load_path, or with autoresume the newest of this
-            # run), then DDP wraps; launched, each rank then draws its own random numbers.
+            # run), then DDP wraps (and again after FIT_START if its algorithms change the parameters' layout, as
+            # ChannelsLast does: Parallelism.rewrap); launched, each rank then draws its own random numbers.
             self.parallel.prepare(
                 model,
                 self.state.optimizers,
@@ -439,7 +438,7 @@ class Trainer:
                 compile_model=None if self.compilation is None else functools.partial(self.compilation.compile, model),
             )
             # The training step's stages; profiled, each runs in its named range.
-            stage = unprofiled if self.profiler is None else self.profiler.wrap
+            stage = self._stage = unprofiled if self.profiler is None else self.profiler.wrap
             self._forward = stage("trainer/forward", model if self.ddp_model is None else self.ddp_model)
             self._loss = stage("trainer/loss", model.loss)
             self._backward = stage("trainer/backward", torch.Tensor.backward)
@@ -532,6 +531,8 @@ class Trainer:
         # Profiled, each batch is a step of the profiler's schedule (a local: the Trainer keeps no wrapper of itself).
         train_batch = self._train_batch if self.profiler is None else self.profiler.step(self._train_batch)
         engine.run_event(Event.FIT_START)
+        if self.parallel.rewrap():  # its algorithms changed the parameters DDP's buckets were laid out for
+            self._forward = self._stage("trainer/forward", self.ddp_model or self._model)
         if not self._warned_before_fit:  # once per run, seeing what algorithms set at FIT_START
             self._warned_before_fit = True
             warn_before_fit(state, self._schedulers.per_batch, self.checkpointing)

@@ -5,8 +5,8 @@ Usage: ``python -m torch.distributed.run --nproc_per_node 2 tests/trainer/dist_w
 ``<out_dir>/rank<r>.pt`` for the test to compare with single-process references. Scenarios:
 
 * ``train``: several runs in one job (plain with evaluation and checkpoints, grad_accum=3, multi_auto_sync, a
-  resume from the first checkpoint, LayerFreezing), counting DDP all-reduces with a communication hook; then the
-  collectives of composer.utils.dist.
+  resume from the first checkpoint, LayerFreezing, ChannelsLast on a convolution), counting DDP all-reduces with a
+  communication hook; then the collectives of composer.utils.dist.
 * ``fault``: rank 1 raises at batch 3; ``hang``: rank 1 stops answering at batch 3 (dist_timeout=5): the
   Trainer's heartbeat ends both processes after dist_timeout, naming rank 1; ``kill``: rank 1 dies (SIGKILL) at
   batch 3, most likely having published no heartbeat since batch 0 (they are a second apart).
@@ -31,9 +31,10 @@ import torch.distributed as torch_dist
 from torch.utils.data import DataLoader, TensorDataset
 
 from composer import Trainer
-from composer.algorithms import LayerFreezing
+from composer.algorithms import ChannelsLast, LayerFreezing
 from composer.core import Callback
 from composer.loggers import InMemoryLogger
+from composer.models import ComposerClassifier
 from composer.trainer.profiler import Profiler
 from composer.utils import dist
 from tests.common import SimpleModel
@@ -71,6 +72,19 @@ def eval_data() -> TensorDataset:
 def make_model(seed: int) -> SimpleModel:
     torch.manual_seed(seed)
     return SimpleModel()
+
+
+def make_conv_model(seed: int) -> ComposerClassifier:
+    """A convolution (whose 4d weight ChannelsLast converts) and a linear head, for 3x8x8 images."""
+    torch.manual_seed(seed)
+    layers = [torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten()]
+    return ComposerClassifier(torch.nn.Sequential(*layers, torch.nn.Linear(4, 3)), num_classes=3)
+
+
+def image_loader(batch_size: int = PER_RANK_BATCH, sampler: Any = None) -> DataLoader:
+    g = torch.Generator().manual_seed(5)
+    images = TensorDataset(torch.randn(32, 3, 8, 8, generator=g), torch.randint(0, 3, (32,), generator=g))
+    return DataLoader(images, batch_size=batch_size, shuffle=sampler is None, sampler=sampler)
 
 
 def sgd(model: torch.nn.Module) -> torch.optim.Optimizer:
@@ -188,6 +202,22 @@ def run_train(out: dict[str, Any], folder: Path) -> None:
     out["freeze_find_unused"] = trainer.ddp_model.find_unused_parameters  # type: ignore[union-attr]
     trainer.fit()
     out["freeze"] = {"weights": weights(model), "requires_grad": [p.requires_grad for p in model.parameters()]}
+
+    # ChannelsLast converts the weights at FIT_START, after DDP wrapped the model: the Trainer wraps it anew, with
+    # the communication hook, so that no gradient is copied for mismatched strides (PyTorch's warning).
+    model = make_conv_model(seed=rank)
+    trainer = trainer_for(model, train_dataloader=image_loader(), max_duration="4ba", algorithms=[ChannelsLast()])
+    count, wrapper = count_allreduces(trainer), trainer.ddp_model
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer.fit()
+    out["channels_last"] = {
+        "weights": weights(model),
+        "allreduces": count[0],
+        "rewrapped": trainer.ddp_model is not wrapper,
+        "warnings": [str(w.message) for w in caught if "stride" in str(w.message)],
+        "channels_last": model.module[0].weight.is_contiguous(memory_format=torch.channels_last),
+    }
 
     # The profiler: each rank writes its own trace and summary (tests/trainer/test_profiler.py).
     model = make_model(seed=rank)

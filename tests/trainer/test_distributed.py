@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, DistributedSampler, IterableDataset, TensorDataset, WeightedRandomSampler
 
 from composer import Trainer
-from composer.algorithms import LayerFreezing
+from composer.algorithms import ChannelsLast, LayerFreezing
 from composer.core import DataSpec, Evaluator
 from composer.core.time import Timer
 from composer.loggers import ConsoleLogger, CSVLogger, InMemoryLogger, ProgressBarLogger
@@ -103,6 +103,32 @@ def test_two_ranks_of_batch_b_match_one_rank_of_batch_2b(job):
     rank_losses = [job[rank]["plain"]["losses"] for rank in (0, 1)]
     assert rank_losses[0] != rank_losses[1]
     assert [(a + b) / 2 for a, b in zip(*rank_losses)] == pytest.approx(losses, abs=ATOL)
+
+
+@pytest.mark.dist
+def test_channels_last_under_ddp_rewraps_without_the_stride_warning_and_matches_one_process(job):
+    torch.manual_seed(0)
+    model = worker.make_conv_model(seed=0)
+    sampler = DistributedSampler(worker.image_loader().dataset, num_replicas=1, rank=0, shuffle=True, seed=worker.SEED)
+    loader = worker.image_loader(batch_size=2 * worker.PER_RANK_BATCH, sampler=sampler)
+    reference = Trainer(
+        model=model,
+        train_dataloader=loader,
+        optimizers=worker.sgd(model),
+        max_duration="4ba",
+        algorithms=[ChannelsLast()],
+        progress_bar=False,
+        seed=worker.SEED,
+    )
+    reference.fit()
+    reference.close()
+    assert_equal(job[0]["channels_last"]["weights"], job[1]["channels_last"]["weights"])
+    assert_close(job[0]["channels_last"]["weights"], model)
+    for rank in (0, 1):
+        run = job[rank]["channels_last"]
+        assert run["rewrapped"] and run["channels_last"]
+        assert run["warnings"] == []  # "Grad strides do not match bucket view strides" before the rewrap
+        assert run["allreduces"] == 4  # the hook moved to the new wrapper; the old one reduces nothing
 
 
 @pytest.mark.dist

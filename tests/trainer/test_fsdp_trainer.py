@@ -19,8 +19,10 @@ import torch.distributed as torch_dist
 from torch.utils.data import DataLoader, DistributedSampler
 
 from composer import Trainer
+from composer.algorithms import ChannelsLast
 from composer.core import Callback, State
 from composer.core.logging.logger import Logger
+from composer.functional import apply_channels_last
 from composer.loggers import InMemoryLogger
 from composer.trainer.fsdp import FSDPConfig, full_model_state_dict
 from composer.utils import dist
@@ -279,6 +281,18 @@ def test_fsdp_over_a_group_of_one_trains_as_one_process(group_of_one):
     reference = worker.make_model(seed=0)
     make_trainer(reference, one_rank_loader(), grad_accum=2, max_duration="4ba").fit()
     assert_close(full_model_state_dict(model), weights(reference))
+
+
+def test_channels_last_leaves_an_fsdp_model_as_it_is_and_says_why(group_of_one):
+    model = worker.make_conv_model(seed=0)
+    trainer = make_trainer(
+        model, worker.image_loader(), fsdp_config={}, max_duration="2ba", algorithms=[ChannelsLast()]
+    )
+    with pytest.warns(UserWarning, match=r"ChannelsLast does nothing here: the model is sharded with FSDP"):
+        trainer.fit()  # sharded at construction, before FIT_START: FSDP cannot take channels-last weights
+    assert int(trainer.state.timer.batch) == 2
+    with pytest.raises(ValueError, match=r"apply_channels_last: the model is sharded with FSDP"):
+        apply_channels_last(model)
 
 
 if __name__ == "__main__":

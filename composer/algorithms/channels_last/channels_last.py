@@ -8,6 +8,8 @@ convolutions produce channels-last activations, which the following layers keep.
 from __future__ import annotations
 
 import dataclasses
+import sys
+import warnings
 
 import torch
 from torch import nn
@@ -19,6 +21,18 @@ from composer.core.logging.logger import Logger
 from composer.core.state import State
 
 __all__ = ["ChannelsLast", "ChannelsLastHparams", "apply_channels_last"]
+
+
+_FSDP_NOTE = (
+    "the model is sharded with FSDP (fully_shard, the Trainer's fsdp_config), which gathers each parameter into a "
+    "contiguous buffer for every forward pass, so its weights cannot be channels-last."
+)
+
+
+def _is_fsdp_sharded(model: nn.Module) -> bool:
+    """Whether ``model`` or one of its submodules is sharded with FSDP (``torch.distributed.fsdp.fully_shard``)."""
+    fsdp = sys.modules.get("torch.distributed.fsdp")  # not imported: nothing is sharded (and importing it is slow)
+    return fsdp is not None and any(isinstance(module, fsdp.FSDPModule) for module in model.modules())
 
 
 def apply_channels_last(model: nn.Module) -> nn.Module:
@@ -33,6 +47,9 @@ def apply_channels_last(model: nn.Module) -> nn.Module:
     Returns:
         nn.Module: ``model``.
 
+    Raises:
+        ValueError: If ``model`` is sharded with FSDP (``fully_shard``), whose parameters cannot be channels-last.
+
     Example:
         >>> model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU())
         >>> model = apply_channels_last(model)
@@ -41,14 +58,18 @@ def apply_channels_last(model: nn.Module) -> nn.Module:
         >>> model(torch.randn(2, 3, 8, 8)).is_contiguous(memory_format=torch.channels_last)
         True
     """
+    if _is_fsdp_sharded(model):
+        raise ValueError(f"apply_channels_last: {_FSDP_NOTE} Leave it as it is, or train the model without FSDP.")
     return model.to(memory_format=torch.channels_last)
 
 
 class ChannelsLast(Algorithm):
     """Changes the memory format of the model to ``torch.channels_last``; this usually improves GPU utilisation.
 
-    Runs on ``Event.FIT_START`` (the seed's ``TRAINING_START``), after the Trainer has moved the model to its
-    device; converting again on a later ``fit`` changes nothing. Has no hyperparameters.
+    Runs on ``Event.FIT_START`` (the original Composer API's ``TRAINING_START``), after the Trainer has moved the
+    model to its device; converting again on a later ``fit`` changes nothing. Launched with DistributedDataParallel,
+    the Trainer then wraps the model anew for the converted weights (``Parallelism.rewrap``); a model sharded with
+    FSDP cannot have channels-last weights, and is left as it is, with a warning. Has no hyperparameters.
 
     Example:
         >>> from composer import Trainer
@@ -72,7 +93,14 @@ class ChannelsLast(Algorithm):
         return event == Event.FIT_START
 
     def apply(self, event: Event, state: State, logger: Logger) -> None:
-        """Converts the model to channels-last."""
+        """Converts the model to channels-last (not a model sharded with FSDP: warns and leaves it as it is)."""
+        if _is_fsdp_sharded(state.model):
+            warnings.warn(
+                f"ChannelsLast does nothing here: {_FSDP_NOTE} The model is left as it is; for channels-last weights "
+                "train without fsdp_config (DistributedDataParallel converts them and wraps the model anew).",
+                stacklevel=2,
+            )
+            return
         apply_channels_last(state.model)
 
 
