@@ -5,8 +5,6 @@ from __future__ import annotations
 import inspect
 import logging
 import math
-import shutil
-import threading
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -19,7 +17,6 @@ from composer.core.hparams import Hparams, hparams
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.core.time import Time, TimeUnit
-from composer.utils import dist
 from composer.utils.checkpoint import (
     find_checkpoints,
     format_checkpoint_name,
@@ -29,12 +26,11 @@ from composer.utils.checkpoint import (
     save_checkpoint,
 )
 from composer.utils.checkpoint.naming import refuse_folders_named_like_checkpoints
-from composer.utils.checkpoint.sharded import DCP_INDEX, STATE_FILE, shard_files
 from composer.utils.object_store import (
     BackgroundUploader,
     CheckpointUploads,
     RemoteCheckpointFolder,
-    UploadError,
+    ShardedUploads,
     check_upload_failure_policy,
 )
 
@@ -102,7 +98,7 @@ class CheckpointSaver(Callback):
             names the folder. The Trainer sets it from ``fsdp_config``'s ``state_dict_type``.
         on_upload_failure (str): With ``remote``, what an upload that fails for good does: ``'raise'`` ends the run;
             ``'keep_local'`` warns once and trains on, keeping the newest ``num_checkpoints_to_keep`` checkpoints
-            not uploaded locally until the store answers again (one-file checkpoints only).
+            not uploaded locally until the store answers again (sharded ones: in each node's local folder).
 
     Attributes:
         folder_path (Path | None): The folder, once known (at ``INIT``), with ``{run_name}`` filled in.
@@ -160,18 +156,9 @@ class CheckpointSaver(Callback):
         self.sharded = sharded
         self.remote = remote
         self.on_upload_failure = check_upload_failure_policy(on_upload_failure)
-        if on_upload_failure == "keep_local" and sharded:
-            raise ValueError(
-                "on_upload_failure='keep_local' does not support sharded checkpoints yet (fsdp_config's "
-                "state_dict_type='sharded'); use on_upload_failure='raise'."
-            )
         self._uploader: BackgroundUploader | None = None
         self._uploads: CheckpointUploads | None = None  # one-file checkpoints' uploads, made at the first
-        self._uploading_lock = threading.Lock()
-        # Sharded: checkpoints saved and not yet counted in the store (local path, name), oldest first; and the names
-        # of those whose shards this rank has uploaded (added by the worker thread).
-        self._awaiting_commit: list[tuple[Path, str]] = []
-        self._shards_uploaded: set[str] = set()
+        self._sharded_uploads: ShardedUploads | None = None  # sharded checkpoints' (every rank's), made at the first
         self.folder_path: Path | None = None
         self.saved_checkpoints: list[Path] = []
         self._interval_function, self._interval = _parse_interval(save_interval)
@@ -243,8 +230,6 @@ class CheckpointSaver(Callback):
                 callback.check(state)  # a loss that went non-finite since its last check stops the run here
         folder = self._folder()
         path = folder / format_checkpoint_name(self.filename, state, run_name=self.run_name)
-        if self.remote is not None and self.sharded:
-            self._commit_sharded_uploads(state, wait=False)  # a collective: what every rank has uploaded counts now
         previous = (self._last_saved, list(self.saved_checkpoints))
         # Recorded before saving, so that the checkpoint lists itself and not the files about to be deleted: a run
         # resumed from it prunes exactly what this one would have.
@@ -266,7 +251,9 @@ class CheckpointSaver(Callback):
             self._last_saved, self.saved_checkpoints = previous
             raise
         if self.remote is not None and self.sharded:
-            self._upload_shards_later(path, folder, state.rank)
+            uploads = self._shard_uploads(folder)
+            uploads.submit(path)  # this rank's shards, in the background
+            uploads.report()  # a collective: what every rank has uploaded counts now (and, keep_local, what stays)
         if state.rank != 0:
             return None
         log.info("Saved checkpoint %s", path)
@@ -310,9 +297,11 @@ class CheckpointSaver(Callback):
             self.save(state)
         if self.remote is None or self._uploader is None:
             return True
-        if self.sharded:  # a collective: what every rank has uploaded by the deadline counts now
-            self._commit_sharded_uploads(state, wait=True, deadline=deadline)
-        done = self._uploader.wait_until(deadline) and not self._awaiting_commit and self.store_outage is None
+        if self._sharded_uploads is not None:  # a collective: what every rank has uploaded by the deadline counts now
+            self._sharded_uploads.report(wait=True, deadline=deadline)
+            done = self._sharded_uploads.complete(deadline)
+        else:
+            done = self._uploader.wait_until(deadline) and self.store_outage is None
         if not done:  # the process is about to end: stop the uploads in flight, which its exit would wait for
             self.remote.store.cancel_uploads()
             self._uploader = None
@@ -321,7 +310,8 @@ class CheckpointSaver(Callback):
     @property
     def store_outage(self) -> str | None:
         """Under ``on_upload_failure='keep_local'``, why the store does not take checkpoints now (None while it does)."""
-        return self._uploads.outage if self._uploads is not None else None
+        uploads = self._uploads if self._uploads is not None else self._sharded_uploads
+        return uploads.outage if uploads is not None else None
 
     # ---- uploading ---------------------------------------------------------------------------------------------
 
@@ -353,83 +343,26 @@ class CheckpointSaver(Callback):
             )
         return self._uploads
 
-    # ---- uploading sharded checkpoints -------------------------------------------------------------------------
-    # Every rank uploads its own shard files (on several nodes, no rank has the others' files). A checkpoint counts
-    # in the store once its composer.pt is there, and rank 0 uploads that (and DCP's index) only once every rank has
-    # reported its shards uploaded: at the next save, or at the end of fit (collectives every rank reaches).
-
-    def _upload_shards_later(self, path: Path, folder: Path, rank: int) -> None:
-        remote = self.remote
-        assert remote is not None
-        if self._uploader is None:
-            self._uploader = BackgroundUploader(remote.store.options.max_pending_uploads, name="composer-checkpoint")
-        name = path.relative_to(folder).as_posix()
-        files = [f for f in shard_files(path, rank) if f != DCP_INDEX]  # the index goes with composer.pt, last
-        self._awaiting_commit.append((path, name))
-        self._uploader.submit(
-            lambda: self._upload_shards(path, name, files),
-            f"Uploading rank {rank}'s shards of checkpoint {name} to {remote.url.join(name)}",
-            note=f"The checkpoint stays at {path}; the store keeps the checkpoints uploaded before it.",
-        )
-
-    def _upload_shards(self, path: Path, name: str, files: list[str]) -> None:
+    def _shard_uploads(self, folder: Path) -> ShardedUploads:
+        """Every rank uploads its own shard files (on several nodes, no rank has the others' files); rank 0 commits
+        a checkpoint once every rank has reported its shards uploaded (see
+        :class:`~composer.utils.object_store.ShardedUploads`)."""
         assert self.remote is not None
-        self.remote.upload_files(path, name, files)
-        with self._uploading_lock:
-            self._shards_uploaded.add(name)
-
-    def _commit_sharded_uploads(self, state: State, wait: bool, deadline: float | None = None) -> None:
-        """Every rank says which checkpoints it has uploaded its shards of (``wait``: after its uploads finish, or
-        ``deadline`` comes); rank 0 queues the upload of DCP's index and composer.pt of those that every rank has,
-        oldest first, then the pruning. An upload that failed on any rank raises :class:`UploadError` on every rank."""
-        if not self._awaiting_commit:
-            return
-        failure = None
-        try:
-            if self._uploader is not None and wait and deadline is not None:
-                self._uploader.wait_until(deadline)
-            elif self._uploader is not None:
-                self._uploader.wait() if wait else self._uploader.check()
-        except UploadError as e:
-            failure = f"rank {state.rank}: {e}"
-        with self._uploading_lock:
-            uploaded = set(self._shards_uploaded)
-        reports = dist.all_gather_object((sorted(uploaded), failure))
-        failures = [f for _, f in reports if f is not None]
-        if failures:
-            self._awaiting_commit.clear()
-            raise UploadError("; ".join(failures))
-        while self._awaiting_commit and all(self._awaiting_commit[0][1] in names for names, _ in reports):
-            path, name = self._awaiting_commit.pop(0)
-            with self._uploading_lock:
-                self._shards_uploaded.discard(name)
-            if state.rank == 0:
-                assert self._uploader is not None and self.remote is not None
-                self._uploader.submit(
-                    lambda path=path, name=name: self._commit_sharded(path, name),  # type: ignore[misc]
-                    f"Uploading {STATE_FILE} of checkpoint {name} to {self.remote.url.join(name)}",
-                    note=f"The checkpoint stays at {path}; the store keeps the checkpoints uploaded before it.",
-                )
-            elif dist.get_local_rank() == 0 and not (path / DCP_INDEX).exists():
-                self._drop_local_before(path)  # a node without rank 0's disk: its copies older than this one go
-
-    def _commit_sharded(self, path: Path, name: str) -> None:
-        """On rank 0's worker thread: DCP's index and composer.pt (which makes the checkpoint count), then pruning."""
-        remote = self.remote
-        assert remote is not None
-        remote.upload_files(path, name, [DCP_INDEX, STATE_FILE])
-        log.info("Uploaded %s to %s", path, remote.url.join(name))
-        if self.num_checkpoints_to_keep > 0:
-            remote.prune(self.filename, self.num_checkpoints_to_keep, name, self.run_name)
-        self._drop_local_before(path)
-
-    def _drop_local_before(self, path: Path) -> None:
-        """Deletes this saver's local checkpoints older than ``path`` (the newest in the store now)."""
-        waiting = {p for p, _ in self._awaiting_commit}
-        local = find_checkpoints(self._folder(), self.filename, self.run_name)
-        for old in local[local.index(path) + 1 :] if path in local else []:
-            if old not in waiting:
-                shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
+        if self._uploader is None:
+            self._uploader = BackgroundUploader(
+                self.remote.store.options.max_pending_uploads, name="composer-checkpoint"
+            )
+        if self._sharded_uploads is None:
+            self._sharded_uploads = ShardedUploads(
+                self.remote,
+                folder,
+                self.filename,
+                self.run_name,
+                self.num_checkpoints_to_keep,
+                self._uploader,
+                self.on_upload_failure,
+            )
+        return self._sharded_uploads
 
     def _finish_uploads(self) -> None:
         if self._uploads is not None:
@@ -438,9 +371,9 @@ class CheckpointSaver(Callback):
             self._uploader.wait()
 
     def fit_end(self, state: State, logger: Logger) -> None:
-        del logger
-        if self.remote is not None and self.sharded:
-            self._commit_sharded_uploads(state, wait=True)
+        del state, logger
+        if self._sharded_uploads is not None:
+            self._sharded_uploads.finish()  # a collective: what every rank uploaded is committed
         self._finish_uploads()  # fit returns once every checkpoint is in the store, or raises why one is not
 
     def close(self, state: State, logger: Logger) -> None:

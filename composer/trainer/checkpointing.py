@@ -26,6 +26,7 @@ from composer.callbacks.checkpoint_saver import CheckpointSaver, SaveInterval
 from composer.core.state import State
 from composer.core.time import Time
 from composer.trainer.autoresume import newest_local_or_remote
+from composer.trainer.sharded_autoresume import download_on_every_node, newest_sharded_checkpoint
 from composer.utils import dist
 from composer.utils.checkpoint import (
     CheckpointError,
@@ -193,42 +194,35 @@ class Checkpointing:
         """
         if self.autoresume:
             missing: list[Path] = []
-            if self.remote is not None and not self.sharded:
+            found = None
+            if self.remote is not None and self.sharded:
+                # The newest complete across the store and every rank's local folder, made complete in the store and
+                # downloaded on every node, the same on every rank.
+                choice = newest_sharded_checkpoint(self.remote, self.save_filename, self.run_name)
+                refused = [(Path(name), why) for name, why in choice.refused]
+                chosen = None if choice.path is None else str(choice.path)
+                error = self._error_if_none(chosen, refused)
+            elif self.remote is not None:
                 # The newest of the store's and every rank's local folder's, the same on every rank.
                 resumption = newest_local_or_remote(self.remote, self.save_filename, self.run_name)
                 found, missing = resumption.found, resumption.missing
                 refused = [(Path(name), why) for name, why in resumption.refused]
                 chosen = None if found is None else str(found[0])
-                error = (
-                    None if found is not None or not refused or self.save_overwrite else self._none_resumable(refused)
-                )
+                error = self._error_if_none(chosen, refused)
             else:
                 # Launched: rank 0 picks the checkpoint (or finds that none can be resumed) and every rank follows it.
                 found, refused = self._newest_resumable() if state.rank == 0 else (None, [])
-                error = None
-                # A sharded folder whose upload never finished is what a run stopped in the middle of an upload
-                # leaves: passed over like the others, but no reason to stop.
-                if found is None and [r for r in refused if r[1] != UNFINISHED_UPLOAD] and not self.save_overwrite:
-                    error = self._none_resumable(refused)
-                chosen, error = dist.broadcast_object_list([None if found is None else str(found[0]), error])
+                chosen = None if found is None else str(found[0])
+                chosen, error = dist.broadcast_object_list([chosen, self._error_if_none(chosen, refused)])
             if error is not None:
                 raise CheckpointError(error)
             if refused and state.rank == 0:  # one warning for them all
-                outcome = f"resumes from {found[0]}" if found is not None else "is training from the start"
+                outcome = f"resumes from {chosen}" if chosen is not None else "is training from the start"
                 warnings.warn(
                     f"autoresume skips {len(refused)} checkpoint(s) in {self.save_folder} that cannot be resumed "
-                    f"and {outcome}{' (save_overwrite=True)' if found is None else ''}: {_listing(refused)}",
+                    f"and {outcome}{' (save_overwrite=True)' if chosen is None else ''}: {_listing(refused)}",
                     stacklevel=3,
                 )
-            if chosen is not None and self.remote is not None and self.sharded:
-                path = self._download_sharded(state, chosen)
-                checkpoint = read_checkpoint(path)  # every rank: composer.pt and every shard's checksum
-                with _of_this_model(path, self.save_folder):
-                    restore_checkpoint(state, _without_budget(checkpoint, state), path=path)
-                log.info("autoresume: resuming from %s at %s.", self.remote.url.join(chosen), state.timer)
-                self.loaded_path = path
-                _warn_if_inexact(state)
-                return path
             if chosen is not None:
                 path = Path(chosen)
                 if found is None and self.remote is not None and not path.exists():  # another node: download it too
@@ -247,7 +241,7 @@ class Checkpointing:
             # A sharded checkpoint's folder in the store: checked complete, downloaded by each node's first rank and
             # verified, then loaded like a local one.
             remote, name = self._remote_load
-            self.load_path, self._remote_load = self._download_sharded(state, name, remote), None
+            self.load_path, self._remote_load = download_on_every_node(remote, name), None
         if self.load_path is not None or self._remote_load is not None:
             path, checkpoint = self._read_load_path()
             restore_checkpoint(
@@ -320,31 +314,16 @@ class Checkpointing:
         )
 
     def _newest_resumable(self) -> tuple[tuple[Path, dict[str, Any]] | None, list[tuple[Path, str]]]:
-        """The newest checkpoint in ``save_folder`` that reads back and holds the whole training state (None if
-        there is none), and the newer ones refused on the way, each with what is wrong with it. In an object store
-        (sharded checkpoints; one-file ones: :mod:`composer.trainer.autoresume`), each candidate is checked there."""
+        """The newest checkpoint in the local ``save_folder`` that reads back and holds the whole training state (None
+        if there is none), and the newer ones refused on the way, each with what is wrong with it (in an object store:
+        :mod:`composer.trainer.autoresume`, :mod:`composer.trainer.sharded_autoresume`)."""
         assert self.save_folder is not None
         refused: list[tuple[Path, str]] = []
-        remote = self.remote
-        candidates: list[Any] = (
-            find_checkpoints(self.save_folder, self.save_filename, self.run_name)
-            if remote is None
-            else remote.newest_first(self.save_filename, self.run_name)
-        )
-        for candidate in candidates:
+        for path in find_checkpoints(self.save_folder, self.save_filename, self.run_name):
             try:
-                if remote is not None and self.sharded:
-                    # Checked in the store (composer.pt read, every shard there with its checksum): each node
-                    # downloads the folder once every rank knows the choice.
-                    checkpoint = remote.check_sharded(candidate)
-                    if not checkpoint["metadata"].get("weights_only", False):
-                        return (Path(candidate), checkpoint), refused
-                    path = Path(candidate)
-                else:
-                    path = candidate
-                    checkpoint = read_checkpoint(path)
+                checkpoint = read_checkpoint(path)
             except CheckpointError as e:
-                refused.append((Path(candidate), e.reason))
+                refused.append((path, e.reason))
                 continue
             if checkpoint["metadata"].get("weights_only", False):
                 refused.append((path, "holds only model weights (saved with weights_only), so training cannot resume"))
@@ -352,22 +331,13 @@ class Checkpointing:
             return (path, checkpoint), refused
         return None, refused
 
-    def _download_sharded(self, state: State, name: str, remote: RemoteCheckpointFolder | None = None) -> Path:
-        """The sharded checkpoint ``name`` (chosen by rank 0, or named by ``load_path``) downloaded from the store
-        (``save_folder``'s, or ``remote``) into each node's local folder by the node's first rank, verified; a
-        collective. Returns this rank's local path of it."""
-        remote = remote if remote is not None else self.remote
-        assert remote is not None
-        problem = None
-        if dist.get_local_rank() == 0:
-            try:
-                remote.download_sharded(name)
-            except Exception as e:  # every rank learns it, so that none waits in a collective for ever
-                problem = f"rank {state.rank} could not download {remote.url.join(name)}: {type(e).__name__}: {e}"
-        problems = [p for p in dist.all_gather_object(problem) if p is not None]
-        if problems:
-            raise CheckpointError("; ".join(problems), reason="could not be downloaded")
-        return remote.local_folder.joinpath(*name.split("/"))
+    def _error_if_none(self, chosen: str | None, refused: Sequence[tuple[Path, str]]) -> str | None:
+        """Why autoresume stops when it found nothing to resume from and refused checkpoints of this run; a sharded
+        folder whose upload never finished (what a run stopped in the middle of an upload leaves) is passed over like
+        the others, but is no reason to stop."""
+        if chosen is not None or self.save_overwrite or all(why == UNFINISHED_UPLOAD for _, why in refused):
+            return None
+        return self._none_resumable(refused)
 
     def _none_resumable(self, refused: Sequence[tuple[Path, str]]) -> str:
         return (

@@ -54,16 +54,24 @@ def torchrun(
     return _finish(_start([*command, str(worker or WORKER), scenario, str(folder), *args], env), scenario)
 
 
-def torchrun_nodes(scenario: str, folder: Path) -> list[subprocess.CompletedProcess[str]]:
-    """Runs ``WORKER`` as a job of two nodes of one rank each: one ``torchrun`` per node, on loopback (node 0's
-    agent hosts the job's store). Unlike one torchrun for both ranks, a rank that dies is seen by its own node's agent
-    only: the other rank runs on until its collective fails, as on a real cluster. Returns each node's result."""
+def torchrun_nodes(
+    scenario: str,
+    folder: Path,
+    worker: Path | None = None,
+    args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+) -> list[subprocess.CompletedProcess[str]]:
+    """Runs ``worker`` (default: ``WORKER``) with ``scenario folder *args`` (and the variables ``env`` added to the
+    environment) as a job of two nodes of one rank each:
+    one ``torchrun`` per node, on loopback (node 0's agent hosts the job's store). Unlike one torchrun for both
+    ranks, a rank that dies is seen by its own node's agent only: the other rank runs on until its collective fails,
+    as on a real cluster; and each rank is its node's first (local rank 0). Returns each node's result."""
     port = free_port()
     nodes = [
         _torchrun_command("--nnodes=2", "--nproc_per_node=1", f"--node_rank={n}", f"--master_port={port}")
         for n in range(2)
     ]
-    processes = [_start([*command, str(WORKER), scenario, str(folder)]) for command in nodes]
+    processes = [_start([*command, str(worker or WORKER), scenario, str(folder), *args], env) for command in nodes]
     with ThreadPoolExecutor(2) as pool:  # both read at once: neither fills its output pipe while the other runs
         return list(pool.map(lambda process: _finish(process, scenario), processes))
 

@@ -101,8 +101,6 @@ def local_checkpoints(folder: Path) -> list[str]:
 def test_on_upload_failure_is_checked():
     with pytest.raises(ValueError, match=r"on_upload_failure='keep' is not a policy; expected one of \['raise', "):
         Trainer(model=SimpleModel(), train_dataloader=make_dataloader(), max_duration="1ba", on_upload_failure="keep")
-    with pytest.raises(ValueError, match=r"on_upload_failure='keep_local' does not support sharded checkpoints yet"):
-        CheckpointSaver(sharded=True, on_upload_failure="keep_local")
 
 
 def test_a_hung_store_ends_the_run_within_the_retry_budget(s3_env, proxy, tmp_path):

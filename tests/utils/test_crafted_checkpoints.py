@@ -421,6 +421,21 @@ def test_autoresume_refuses_a_crafted_folder_in_a_store(case, source, tmp_path, 
     assert written_outside(tmp_path / "machine") == []
 
 
+@pytest.mark.parametrize("case", REMOTE_TRAINER_CASES)
+def test_autoresume_from_a_store_refuses_a_crafted_local_copy_and_uploads_nothing(
+    case, source, tmp_path, marker, s3_env, group_of_one
+):
+    """A run whose uploads failed leaves its newest checkpoints in the store's local folder: crafted there, it is
+    passed over, neither uploaded nor loaded."""
+    folder = craft(source, tmp_path, case, marker)
+    bucket = s3_env.create_bucket()
+    options = {"endpoint_url": s3_env.endpoint_url, "local_folder": str(folder.parent)}
+    with pytest.raises(CheckpointError) as caught:
+        sharded_trainer(save_folder=f"s3://{bucket}/run", autoresume=True, run_name="crafted", storage_options=options)
+    assert_refused(str(caught.value), case)
+    assert s3_env.keys(bucket) == []
+
+
 def test_a_download_does_not_follow_a_symlink_out_of_the_local_folder(source, tmp_path, s3_env, client, group_of_one):
     bucket = upload_sharded(client, source)
     local, elsewhere = tmp_path / "local", tmp_path / "elsewhere"

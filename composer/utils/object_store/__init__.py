@@ -9,7 +9,9 @@ One concept per module:
 * :mod:`~composer.utils.object_store.checkpoint_folder`: :class:`RemoteCheckpointFolder`, a run's checkpoints in
   a store, ranked and pruned like a local folder and verified by SHA-256;
 * :mod:`~composer.utils.object_store.checkpoint_uploads`: :class:`CheckpointUploads`, a run's checkpoints uploaded
-  as they are saved, and the ``on_upload_failure`` policy.
+  as they are saved, and the ``on_upload_failure`` policy;
+* :mod:`~composer.utils.object_store.sharded_uploads`: :class:`ShardedUploads`, every rank's uploads of a run's
+  sharded checkpoints, committed by rank 0 once every rank's shards are in the store.
 
 Why boto3, and how uploads are made safe, is in this package's README.md.
 """
@@ -22,6 +24,7 @@ from composer.utils.object_store.checkpoint_uploads import (
 )
 from composer.utils.object_store.options import StorageOptions
 from composer.utils.object_store.s3 import ObjectInfo, ObjectStoreError, S3ObjectStore, is_boto3_available
+from composer.utils.object_store.sharded_uploads import ShardedUploads
 from composer.utils.object_store.uploader import BackgroundUploader, UploadError
 from composer.utils.object_store.url import ObjectStoreURL, is_url, parse_location, redact
 
@@ -34,6 +37,7 @@ __all__ = [
     "ObjectStoreURL",
     "RemoteCheckpointFolder",
     "S3ObjectStore",
+    "ShardedUploads",
     "StorageOptions",
     "UploadError",
     "check_upload_failure_policy",

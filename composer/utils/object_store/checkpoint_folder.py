@@ -16,7 +16,7 @@ import os
 import shutil
 import tempfile
 import warnings
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -118,13 +118,16 @@ class RemoteCheckpointFolder:
         local checkpoints, say) ranked with them."""
         return rank_checkpoint_names({**self.listing(), **(also or {})}, pattern, run_name)
 
-    def prune(self, pattern: str, keep: int, newest: str, run_name: str = "") -> list[str]:
+    def prune(
+        self, pattern: str, keep: int, newest: str, run_name: str = "", protect: Collection[str] = ()
+    ) -> list[str]:
         """Deletes the checkpoints of ``pattern`` in the store, all but the newest ``keep`` (``newest``, just
         uploaded, always among them), by the rules of :func:`~composer.utils.checkpoint.prune_checkpoints`. The
         store is listed each time, so what a run killed between an upload and its pruning left goes at the next
         call. A sharded checkpoint's folder goes whole (every object under it). A folder whose upload never
         finished (no ``composer.pt``) does not count among the ``keep``; it is deleted once it ranks older than
-        ``newest`` (one ranked newer may be another rank's upload in progress). Returns the names deleted."""
+        ``newest`` (one ranked newer may be another rank's upload in progress), unless ``protect`` names it (an
+        upload of it is still under way). Returns the names deleted."""
         with tempfile.TemporaryDirectory(prefix="composer-listing-") as scratch:
             mirror = _mirror(Path(scratch), self.listing())
             ranked = find_checkpoints(scratch, pattern, run_name)
@@ -132,7 +135,7 @@ class RemoteCheckpointFolder:
             unfinished = [p for p in ranked if p.is_dir() and not (p / STATE_FILE).is_file()]
             newest_path = Path(scratch) / newest
             older = ranked[ranked.index(newest_path) + 1 :] if newest_path in ranked else []
-            doomed = [mirror[p] for p in unfinished if p in older]
+            doomed = [mirror[p] for p in unfinished if p in older and mirror[p] not in protect]
             for path in unfinished:
                 shutil.rmtree(path)  # out of the mirror: not counted among the checkpoints kept
             doomed += [mirror[p] for p in prune_checkpoints(scratch, pattern, keep, newest_path, run_name=run_name)]
@@ -156,9 +159,20 @@ class RemoteCheckpointFolder:
 
     # ---- transfers ---------------------------------------------------------------------------------------------
 
-    def upload(self, local_path: str | os.PathLike[str], name: str) -> None:
-        """Uploads a checkpoint file as ``name``, with the SHA-256 of its bytes as metadata."""
+    def upload(self, local_path: str | os.PathLike[str], name: str, expected: str | None = None) -> None:
+        """Uploads a checkpoint file as ``name``, with the SHA-256 of its bytes as metadata.
+
+        Raises:
+            CheckpointError: If ``expected`` is given and the file's SHA-256 differs from it (a damaged local copy
+                of a file that a sharded checkpoint's ``composer.pt`` lists): nothing is uploaded.
+        """
         digest = file_sha256(local_path)
+        if expected is not None and digest != expected:
+            raise CheckpointError(
+                f"{local_path} does not match the SHA-256 that its checkpoint's {STATE_FILE} lists: the local copy is "
+                "damaged, so it is not uploaded.",
+                reason=f"the local copy of {Path(local_path).name} failed its checksum",
+            )
         self.store.upload(local_path, self.url.key(name), metadata={SHA256_METADATA_KEY: digest})
 
     def download(self, name: str) -> Path:
@@ -205,14 +219,31 @@ class RemoteCheckpointFolder:
             self.upload(Path(local_folder) / file, f"{name}/{file}")
 
     def check_sharded(self, name: str) -> dict[str, Any]:
-        """Whether the sharded checkpoint ``name`` is complete in the store: downloads its ``composer.pt`` (verified),
-        and checks without downloading them that every shard file it lists is in the store with the SHA-256 it lists.
-        Returns ``composer.pt``'s payload (with ``'files'``: name -> SHA-256).
+        """Whether the sharded checkpoint ``name`` is complete in the store: downloads its ``composer.pt`` (verified,
+        :meth:`sharded_state`), and checks without downloading them that every shard file it lists is in the store
+        with the SHA-256 it lists. Returns ``composer.pt``'s payload (with ``'files'``: name -> SHA-256).
 
         Raises:
             CheckpointError: If ``composer.pt`` is missing (an unfinished upload) or damaged, lists a name that is not
                 a plain file name inside the folder (checked before anything else is downloaded), or a listed file
                 is missing from the store or carries another checksum.
+        """
+        payload = self.sharded_state(name)
+        for file, problem in self.missing_files(name, payload["files"]).items():
+            raise CheckpointError(
+                f"{self.url.join(name)}/{file} {problem} in the store: the checkpoint is incomplete, so it is not used.",
+                reason=f"shard file {file} {problem} in the store",
+            )
+        return payload
+
+    def sharded_state(self, name: str) -> dict[str, Any]:
+        """The ``composer.pt`` of the sharded checkpoint ``name`` in the store, downloaded into the local folder and
+        verified (its checksums, and that it lists only plain file names inside the folder); the other files are
+        not looked at.
+
+        Raises:
+            CheckpointError: If ``composer.pt`` is missing (an unfinished upload), damaged, or not a sharded
+                checkpoint's (then its download is deleted).
         """
         from composer.utils.checkpoint import read_checkpoint
 
@@ -229,18 +260,21 @@ class RemoteCheckpointFolder:
             if "files" not in payload:
                 raise CheckpointError(f"{where}/{STATE_FILE} is not a sharded checkpoint's.", reason="not sharded")
             check_layout(payload, state_file.parent)
-            for file, digest in payload["files"].items():
-                info = self.store.head(self.url.key(f"{name}/{file}"))
-                if info is None or info.metadata.get(SHA256_METADATA_KEY) != digest:
-                    problem = "is missing" if info is None else "does not carry the checksum listed"
-                    raise CheckpointError(
-                        f"{where}/{file} {problem} in the store: the checkpoint is incomplete, so it is not used.",
-                        reason=f"shard file {file} {problem} in the store",
-                    )
         except CheckpointError:
             state_file.unlink(missing_ok=True)
             raise
         return payload
+
+    def missing_files(self, name: str, files: Mapping[str, str]) -> dict[str, str]:
+        """The files among ``files`` (file name -> SHA-256, as ``composer.pt`` lists them) that the store does not
+        hold under ``name/`` with that checksum, each with what is wrong (``'is missing'``, ``'does not carry the
+        checksum listed'``); one metadata request per file, nothing downloaded."""
+        missing = {}
+        for file, digest in files.items():
+            info = self.store.head(self.url.key(f"{name}/{file}"))
+            if info is None or info.metadata.get(SHA256_METADATA_KEY) != digest:
+                missing[file] = "is missing" if info is None else "does not carry the checksum listed"
+        return missing
 
     def download_sharded(self, name: str) -> Path:
         """Downloads the sharded checkpoint ``name`` into the local folder (files already here whose bytes match are
