@@ -84,6 +84,14 @@ def newest_sharded_checkpoint(remote: RemoteCheckpointFolder, pattern: str, run_
     """The newest sharded checkpoint of ``pattern`` complete across the store and the ranks' local folders, made
     complete in the store and downloaded into every node's local folder (a collective; see the module's docstring).
 
+    Args:
+        remote (RemoteCheckpointFolder): The ``save_folder`` in the store, with this node's local folder.
+        pattern (str): The checkpoints' folder name pattern (``save_filename``).
+        run_name (str): The run's name, for patterns that use ``{run_name}``.
+
+    Returns:
+        ShardedChoice: The choice (its ``name`` None if there is none to resume from) and the newer ones refused.
+
     Raises:
         CheckpointError: On every rank, if the choice could not be uploaded or downloaded (the store failed).
     """
@@ -105,8 +113,14 @@ def newest_sharded_checkpoint(remote: RemoteCheckpointFolder, pattern: str, run_
 
 def download_on_every_node(remote: RemoteCheckpointFolder, name: str) -> Path:
     """The sharded checkpoint ``name``, complete in the store, downloaded into each node's local folder by the node's
-    first rank (files already there whose bytes match are kept; every file verified); a collective. Returns this
-    rank's local path of it.
+    first rank (files already there whose bytes match are kept; every file verified); a collective.
+
+    Args:
+        remote (RemoteCheckpointFolder): The folder in the store, with this node's local folder.
+        name (str): The checkpoint's folder name under it.
+
+    Returns:
+        Path: This rank's local copy.
 
     Raises:
         CheckpointError: On every rank, if a node could not download it.

@@ -241,6 +241,12 @@ class RemoteCheckpointFolder:
         verified (its checksums, and that it lists only plain file names inside the folder); the other files are
         not looked at.
 
+        Args:
+            name (str): The sharded checkpoint's folder name.
+
+        Returns:
+            dict: ``composer.pt``'s payload (with ``'files'``: file name -> SHA-256).
+
         Raises:
             CheckpointError: If ``composer.pt`` is missing (an unfinished upload), damaged, or not a sharded
                 checkpoint's (then its download is deleted).
@@ -266,9 +272,16 @@ class RemoteCheckpointFolder:
         return payload
 
     def missing_files(self, name: str, files: Mapping[str, str]) -> dict[str, str]:
-        """The files among ``files`` (file name -> SHA-256, as ``composer.pt`` lists them) that the store does not
-        hold under ``name/`` with that checksum, each with what is wrong (``'is missing'``, ``'does not carry the
-        checksum listed'``); one metadata request per file, nothing downloaded."""
+        """The files among ``files`` that the store does not hold under ``name/`` with that checksum (one metadata
+        request per file, nothing downloaded).
+
+        Args:
+            name (str): A sharded checkpoint's folder name.
+            files (Mapping[str, str]): File name -> SHA-256, as its ``composer.pt`` lists them.
+
+        Returns:
+            dict[str, str]: File name -> what is wrong (``'is missing'``, ``'does not carry the checksum listed'``).
+        """
         missing = {}
         for file, digest in files.items():
             info = self.store.head(self.url.key(f"{name}/{file}"))

@@ -107,8 +107,12 @@ class ShardedUploads:
             return list(self._waiting)
 
     def submit(self, path: Path) -> None:
-        """After a save, on every rank: the checkpoint ``path`` waits for the store, and this rank's shards of it are
-        queued for upload (unless the store is down: the next try takes them)."""
+        """After a save, on every rank: the checkpoint waits for the store, and this rank's shards of it are queued
+        for upload (unless the store is down: the next try takes them).
+
+        Args:
+            path (Path): The checkpoint's folder, under ``folder``.
+        """
         name = path.relative_to(self.folder).as_posix()
         with self._lock:
             self._waiting = [n for n in self._waiting if n != name] + [name]
@@ -120,6 +124,11 @@ class ShardedUploads:
         comes), and every rank decides the same from it: rank 0 commits the checkpoints every rank has uploaded;
         under ``keep_local`` the ranks agree whether the store is down, which checkpoints stay and (``retry``)
         whether to try the store again.
+
+        Args:
+            wait (bool): Report once this rank's uploads are done (else what is done now).
+            deadline (float, optional): With ``wait``: a ``time.monotonic()`` past which it reports anyway.
+            retry (bool): Allow a try of the store if it is down.
 
         Raises:
             UploadError: On every rank, under ``'raise'``, if an upload failed on any rank.
@@ -146,6 +155,12 @@ class ShardedUploads:
     def complete(self, deadline: float) -> bool:
         """Waits for this rank's uploads until ``deadline``; whether every checkpoint saved is complete in the store
         then (as rank 0 knows it; other ranks: whether their own uploads are done).
+
+        Args:
+            deadline (float): A ``time.monotonic()``.
+
+        Returns:
+            bool: Whether they are complete.
 
         Raises:
             UploadError: Under ``'raise'``, if an upload of this rank failed.
