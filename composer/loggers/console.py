@@ -21,7 +21,8 @@ class ConsoleLogger(LoggerDestination):
 
     The Trainer adds one with ``log_to_console=True``. When a :class:`ProgressBarLogger` of the same run shows
     progress (its bars or lines are on), evaluation metrics (``metrics/<label>/...``, logged at the end of each
-    evaluation) are left to it, so that each evaluation is printed once; everything else is printed here as usual.
+    evaluation) and text at the FIT or EPOCH level are left to it, so that each is printed once; everything else is
+    printed here as usual.
 
     Args:
         log_level (LogLevel | str): The most verbose level printed (default: EPOCH, so per-batch values are not).
@@ -46,7 +47,7 @@ class ConsoleLogger(LoggerDestination):
     ) -> None:
         self._interval = LogInterval(log_level, log_interval)
         self._stream = stream
-        self._leave_eval_metrics = False  # a progress display of the same run prints them
+        self._left_to_progress = False  # a progress display of the same run prints evaluations and text
         self._eval_prefix: str | None = None  # during an evaluation: 'metrics/<label>/'
 
     @property
@@ -56,7 +57,7 @@ class ConsoleLogger(LoggerDestination):
 
     def init(self, state: State, logger: Logger) -> None:
         del logger
-        self._leave_eval_metrics = any(isinstance(c, ProgressBarLogger) and c.mode != "off" for c in state.callbacks)
+        self._left_to_progress = any(isinstance(c, ProgressBarLogger) and c.mode != "off" for c in state.callbacks)
 
     def eval_start(self, state: State, logger: Logger) -> None:
         del logger
@@ -71,7 +72,7 @@ class ConsoleLogger(LoggerDestination):
 
     def log_metric(self, timestamp: Timestamp, log_level: LogLevel, data: dict[str, Any]) -> None:
         prefix = self._eval_prefix
-        if self._leave_eval_metrics and prefix is not None:
+        if self._left_to_progress and prefix is not None:
             data = {key: value for key, value in data.items() if not key.startswith(prefix)}
             if not data:
                 return
@@ -80,6 +81,8 @@ class ConsoleLogger(LoggerDestination):
 
     def log_text(self, timestamp: Timestamp, log_level: LogLevel, name: str, text: str) -> None:
         """Prints ``[LEVEL][epoch=E batch=B]: name:`` and then the text, each line indented by two spaces."""
+        if self._left_to_progress and log_level != LogLevel.BATCH:  # the progress display prints it
+            return
         stream = self._stream if self._stream is not None else sys.stderr
         body = "\n".join("  " + line for line in text.splitlines() or [""])
         print(

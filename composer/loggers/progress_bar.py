@@ -57,6 +57,9 @@ class ProgressBarLogger(LoggerDestination):
         Epoch 0:  100%|##########| 3/3 [00:00, ETA 00:00, loss=1.0986]
         Eval: 100%|##########| 1/1 [00:00, ETA 00:00, Accuracy=0.5000, CrossEntropy=1.0986]
 
+    Text that callbacks log at the FIT or EPOCH level (:class:`~composer.callbacks.Generate`'s samples) is printed
+    above the bars, or among the lines, so a default Trainer shows it.
+
     Anywhere else (a log file, a CI job, captured output) it prints plain lines, never one per batch: the epoch's
     progress once ``interval_seconds`` (30 s by default) have passed since the last line, so that a long epoch still
     shows in a job log while it runs, and one line at the end of every epoch and every evaluation::
@@ -205,6 +208,15 @@ class ProgressBarLogger(LoggerDestination):
         if _LOSS in data:
             self._loss_batch = int(timestamp.batch)
         self._latest.update(data)
+
+    def log_text(self, timestamp: Timestamp, log_level: LogLevel, name: str, text: str) -> None:
+        """Prints text logged at the FIT or EPOCH level (:class:`~composer.callbacks.Generate`'s, by default) above
+        the bars, or among the lines: ``<name> at epoch E, batch B:``, then the text, each line indented by two spaces.
+        Text at the BATCH level is left to a :class:`~composer.loggers.ConsoleLogger` set to ``log_level='batch'``."""
+        if self.mode == "off" or log_level == LogLevel.BATCH:
+            return
+        body = "\n".join("  " + line for line in text.splitlines() or [""])
+        self._write(f"{name} at epoch {int(timestamp.epoch)}, batch {int(timestamp.batch)}:\n{body}")
 
     def _metrics(self, label: str) -> list[str]:
         # The evaluator's metrics by their short names: 'Accuracy=0.5000'.
@@ -377,6 +389,9 @@ class ProgressBarLogger(LoggerDestination):
         self._line_waited = False
         if self.interval_seconds is not None:
             self._next_line = self._time_fn() + self.interval_seconds
+        self._write(line)
+
+    def _write(self, line: str) -> None:
         if self._display is not None:
             self._display.write(line)
         else:

@@ -135,6 +135,22 @@ def test_the_callback_logs_at_its_interval_to_every_text_destination():
     assert final.startswith("def ")
 
 
+def test_a_default_trainer_prints_the_text_once_with_or_without_log_to_console(capsys):
+    for log_to_console in (False, True):
+        generate_text = Generate(["def "], interval="2ba", max_new_tokens=4)
+        trainer = Trainer(model=_gpt(max_len=16), train_dataloader=_text_loader(), max_duration="2ba", seed=0,
+                          callbacks=[generate_text], log_to_console=log_to_console)  # fmt: skip
+        trainer.fit()
+        trainer.close()
+        captured = capsys.readouterr()
+        assert captured.err.count("generate/0") == 1, log_to_console
+        assert "generate/0 at epoch 0, batch 2:\n  def " in captured.err and captured.out == ""
+    trainer = Trainer(model=_gpt(max_len=16), train_dataloader=_text_loader(), max_duration="2ba", seed=0,
+                      callbacks=[Generate(["def "], interval="2ba", log_level="batch")], log_to_console=True)  # fmt: skip
+    trainer.fit()
+    assert "generate/0" not in capsys.readouterr().err  # BATCH text: for loggers of BATCH values only
+
+
 def test_sampled_text_is_seeded_by_the_batch_count():
     model = _gpt(max_len=16)
     runs = []

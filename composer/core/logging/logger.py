@@ -163,8 +163,9 @@ class Logger:
     def log_text(self, name: str, text: str, log_level: LogLevel | str | int = LogLevel.EPOCH) -> None:
         """Hands ``text`` to each destination that logs ``log_level`` now and takes text.
 
-        The console, file, in-memory, TensorBoard, MLflow and W&B destinations take text; others ignore it. The
-        default level, EPOCH, reaches the console as configured by default (it prints EPOCH values, not BATCH ones).
+        The progress display, console, file, in-memory, TensorBoard, MLflow and W&B destinations take text; others
+        ignore it. The default level, EPOCH, reaches the console of a default Trainer: its progress display prints
+        FIT and EPOCH text (a ``ConsoleLogger``, ``log_to_console=True``, prints EPOCH values by default, too).
 
         Args:
             name (str): What the text is, such as ``'generate/0'``.
