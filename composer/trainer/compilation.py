@@ -17,10 +17,25 @@ hence checkpoints, stay those of the eager model) and keeps what algorithms do t
   the Trainer calls after ``EPOCH_START`` and ``EPOCH_END``, compares the modules and the trainable parameters with
   those compiled and, when they differ, compiles the forward afresh: a new region
   (``isolate_recompiles=True``, on by default here) whose entries and budget start from zero.
+* **Inductor and image sizes.** Inductor (torch 2.14) cannot keep a convolutional network's graph dynamic in height
+  and width: its lowering of the convolution's backward turns the symbolic strides into integers, so a graph marked
+  dynamic is specialised to the size it traced, one graph per size all the same. Worse, on the CPU its layout
+  optimization (channels-last activations) compiles the backward for the traced strides without guarding them: the
+  graph is reused, and cached, for other sizes, and a relaunch that loads it from inductor's on-disk cache for
+  another size fails in the first backward (``expected size 4==4, stride 48==147``; an upstream bug, with a
+  plain-torch repro in the compiling guide). So, with inductor and ``dynamic`` unset, the height and width of image
+  batches (dimensions 2 and up of tensors of 4 or more dimensions) are marked static instead
+  (``torch._dynamo.mark_static``, which also keeps dynamo's automatic dynamic shapes off them): one graph per size,
+  each with inductor's layout optimization and exact guards, and ProgressiveResizing, seeing a compiled model, takes
+  4 sizes (``scale_buckets``). Other dimensions that algorithms change stay dynamic; once any is, the forward is
+  compiled with inductor's ``layout_optimization`` off for this model only (its ``options``; a ``mode`` becomes the
+  options it stands for), which keeps the graphs and the cache sound.
 
-The recompilations of each method are bounded in ``tests/trainer/test_compilation.py`` (a table in
-``docs/guides/compiling.md``); compiled against eager step times, from ``benchmarks/compile.py``, are in the README's
-performance section.
+:attr:`Compilation.compilations` counts the graphs dynamo really compiled (:class:`~.graph_count.GraphCount`), and a
+fall-back to eager after ``recompile_limit`` warns, naming the fixes. The recompilations of each method are bounded
+in ``tests/trainer/test_compilation.py`` (a table in ``docs/guides/compiling.md``; ``benchmarks/compile_resizing.py``
+relaunches inductor runs from a warm cache); compiled against eager step times, from ``benchmarks/compile.py``, are
+in the README's performance section.
 """
 
 from __future__ import annotations
@@ -34,7 +49,9 @@ from typing import Any
 
 import torch
 
-__all__ = ["Compilation", "compile_options"]
+from composer.trainer.graph_count import GraphCount
+
+__all__ = ["Compilation", "compile_options", "torch_compile_kwargs"]
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +198,14 @@ class Compilation:
 
     Attributes:
         dynamic_dims (dict): The batch's dimensions that algorithms change, marked dynamic, by position in the batch.
-        compilations (int): How often the forward was compiled: 1, plus one per change of the modules.
+        static_dims (dict): With inductor (and ``dynamic`` unset), the height and width (dimensions 2 and up of a
+            tensor of 4 or more dimensions) that algorithms change, marked static instead: one graph per size.
+        compilations (int): The graphs dynamo compiled for the model, training and evaluation, recompilations
+            included (counted from dynamo's own counters while the forward runs): 1 for a model without graph
+            breaks and one training mode, whatever sizes the algorithms give the batch.
+        regions (int): How often the forward was compiled in place (``model.compile``): 1, plus one per change of the
+            modules, plus one when the first dimensions become dynamic with inductor (see the module docstring).
+        fell_back_to_eager (bool): Whether the forward reached ``recompile_limit`` and runs some shapes eagerly.
 
     Example:
         >>> compilation = Compilation({"backend": "eager"})
@@ -191,15 +215,30 @@ class Compilation:
         (torch.Size([3, 2]), ['weight', 'bias'])
         >>> model.weight.requires_grad_(False)  # surgery after compilation: compiled afresh, once
         Parameter containing: ...
-        >>> compilation.refresh(model), compilation.refresh(model), compilation.compilations
-        (True, False, 2)
+        >>> compilation.refresh(model), compilation.refresh(model), compilation.regions, compilation.compilations
+        (True, False, 2, 1)
     """
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         self.options = dict(options)
         self.dynamic_dims: dict[_Path, set[int]] = {}
-        self.compilations = 0
+        self.static_dims: dict[_Path, set[int]] = {}
+        self.regions = 0
+        self._count = GraphCount(self.options.get("recompile_limit"))
+        self._model: torch.nn.Module | None = None
         self._signature: tuple[Any, ...] | None = None
+        # Whether the graphs take dynamic shapes: from the start with dynamic=True, else once note_batch marks some.
+        self._dynamic = self.options.get("dynamic") is True
+
+    @property
+    def compilations(self) -> int:
+        """The graphs dynamo compiled for the model (see the class docstring)."""
+        return self._count.graphs
+
+    @property
+    def fell_back_to_eager(self) -> bool:
+        """Whether the forward reached ``recompile_limit``, so that some shapes run eagerly."""
+        return self._count.fell_back_to_eager
 
     def compile(self, model: torch.nn.Module) -> None:
         """Compiles ``model``'s forward in place (``model.compile(**options)``); nothing is traced until it runs."""
@@ -208,9 +247,13 @@ class Compilation:
                 f"compile_config needs nn.Module.compile (torch >= 2.2); this is torch {torch.__version__}. To fix, "
                 "upgrade torch or leave compile_config=None."
             )
-        model.compile(**self.options)
-        self.compilations += 1
-        self._signature = _signature(model)
+        model.compile(**torch_compile_kwargs(self.options, self._dynamic))
+        # nn.Module.compile stores torch.compile(model._call_impl) there, and __call__ calls it: count what it compiles.
+        compiled = model._compiled_call_impl
+        assert compiled is not None, "nn.Module.compile sets _compiled_call_impl"
+        model._compiled_call_impl = self._count.wrap(compiled)
+        self.regions += 1
+        self._model, self._signature = model, _signature(model)
 
     def refresh(self, model: torch.nn.Module) -> bool:
         """Compiles ``model`` afresh if its modules or trainable parameters changed since :meth:`compile`.
@@ -230,7 +273,7 @@ class Compilation:
 
     def note_batch(self, loaded: Any, batch: Any) -> None:
         """Learns the dimensions in which algorithms made ``batch`` differ from ``loaded`` (the loader's), and marks
-        the ones learned so far dynamic on ``batch``."""
+        the ones learned so far on ``batch``: dynamic, or, for inductor, an image's height and width static."""
         if batch is loaded:
             return
         before = dict(_tensors(loaded))
@@ -239,23 +282,52 @@ class Compilation:
             if original is None or original.ndim != tensor.ndim or original.shape == tensor.shape:
                 continue
             changed = {d for d in range(tensor.ndim) if original.shape[d] != tensor.shape[d]}
-            known = self.dynamic_dims.setdefault(path, set())
-            if not changed <= known:
-                known |= changed
-                log.info("compile_config: dimensions %s of the batch at %s vary; marked dynamic.", sorted(known), path)
-                if self.options.get("dynamic") is False:
-                    warnings.warn(
-                        f"compile_config has dynamic=False, but the algorithms change dimensions {sorted(known)} of "
-                        f"the batch at {path}: every new size compiles a graph of its own, and after recompile_limit "
-                        "of them the model runs eagerly. To fix, leave 'dynamic' out of compile_config (or None).",
-                        UserWarning,
-                        stacklevel=2,
-                    )
+            if self._static_images and tensor.ndim >= 4:  # inductor: one static graph per image size
+                spatial = {d for d in changed if d >= 2}
+                changed -= spatial
+                self._learn(self.static_dims, path, spatial, "static: one graph per size")
+            self._learn(self.dynamic_dims, path, changed, "dynamic")
+        if any(self.dynamic_dims.values()) and not self._dynamic and self.options.get("dynamic") is not False:
+            self._compile_for_dynamic_shapes()
         self.mark_dynamic(batch)
 
+    @property
+    def _static_images(self) -> bool:
+        # Inductor specialises a convolution's backward to the traced height and width (its lowering of
+        # convolution_backward guards the strides to integers, torch 2.14): marked dynamic, they would cost the
+        # layout optimization and still compile a graph per size. With dynamic=True the user asked otherwise.
+        return self.options.get("backend", "inductor") == "inductor" and self.options.get("dynamic") is None
+
+    def _learn(self, learned: dict[_Path, set[int]], path: _Path, dims: set[int], kind: str) -> None:
+        known = learned.get(path, set())
+        if dims <= known:
+            return
+        learned[path] = known | dims
+        log.info("compile_config: dimensions %s of the batch at %s vary; marked %s.", sorted(known | dims), path, kind)
+        if self.options.get("dynamic") is False:
+            warnings.warn(
+                f"compile_config has dynamic=False, but the algorithms change dimensions {sorted(known | dims)} of "
+                f"the batch at {path}: every new size compiles a graph of its own, and after recompile_limit "
+                "of them the model runs eagerly. To fix, leave 'dynamic' out of compile_config (or None), "
+                "or keep the sizes fewer than recompile_limit (ProgressiveResizing(scale_buckets=4)).",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    def _compile_for_dynamic_shapes(self) -> None:
+        self._dynamic = True
+        if self._model is not None and torch_compile_kwargs(self.options, True) != self.options:
+            log.info(
+                "compile_config: the forward is compiled afresh for dynamic shapes (inductor's layout_optimization off)."
+            )
+            self.compile(self._model)
+
     def mark_dynamic(self, batch: Any) -> None:
-        """Marks the learned dimensions of ``batch``'s tensors dynamic, so that no new size recompiles the forward."""
-        if not self.dynamic_dims:
+        """Marks the learned dimensions of ``batch``'s tensors, so that no new size recompiles the forward: dynamic,
+        or static (:attr:`static_dims`), which keeps dynamo from making them dynamic on its own.
+
+        Not with ``dynamic=False``: that asks for static graphs, one per size (dynamo would follow the marks)."""
+        if not (self.dynamic_dims or self.static_dims) or self.options.get("dynamic") is False:
             return
         import torch._dynamo
 
@@ -263,6 +335,39 @@ class Compilation:
             dims = self.dynamic_dims.get(path)
             if dims:
                 torch._dynamo.maybe_mark_dynamic(tensor, [d for d in dims if d < tensor.ndim])
+            for dim in self.static_dims.get(path, ()):
+                if dim < tensor.ndim:
+                    torch._dynamo.mark_static(tensor, dim)
+
+
+def torch_compile_kwargs(options: Mapping[str, Any], dynamic: bool) -> dict[str, Any]:
+    """The keyword arguments for ``model.compile``: ``options``, and for graphs with ``dynamic`` shapes compiled by
+    inductor, inductor's ``layout_optimization`` off (unless ``options`` sets it). A ``mode`` then becomes the inductor
+    options it stands for, since torch.compile takes either. The ``options`` dict is a copy: torch.compile pops keys.
+
+    Example:
+        >>> torch_compile_kwargs({"isolate_recompiles": True}, dynamic=False)
+        {'isolate_recompiles': True}
+        >>> torch_compile_kwargs({"isolate_recompiles": True}, dynamic=True)
+        {'isolate_recompiles': True, 'options': {'layout_optimization': False}}
+        >>> torch_compile_kwargs({"backend": "aot_eager"}, dynamic=True)  # no inductor: no layout optimization
+        {'backend': 'aot_eager'}
+        >>> torch_compile_kwargs({"mode": "max-autotune-no-cudagraphs"}, dynamic=True)["options"]["max_autotune"]
+        True
+    """
+    kwargs = dict(options)
+    if isinstance(kwargs.get("options"), Mapping):
+        kwargs["options"] = dict(kwargs["options"])
+    if not dynamic or kwargs.get("backend", "inductor") != "inductor":
+        return kwargs
+    mode = kwargs.pop("mode", None)
+    inductor: dict[str, Any] = {}
+    if mode not in (None, "default"):
+        import torch._inductor
+
+        inductor.update(torch._inductor.list_mode_options(mode, kwargs.get("dynamic")))
+    kwargs["options"] = {**inductor, "layout_optimization": False, **(kwargs.get("options") or {})}
+    return kwargs
 
 
 def _signature(model: torch.nn.Module) -> tuple[Any, ...]:

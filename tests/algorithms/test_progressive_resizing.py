@@ -238,10 +238,56 @@ def test_algorithm_resizes_segmentation_targets_with_the_inputs(size_multiple: i
     assert mask_out.dtype == mask.dtype and torch.equal(mask_out, nearest)
 
 
-def test_hparams_carry_size_multiple_after_the_seed_fields() -> None:
+def test_hparams_carry_size_multiple_and_scale_buckets_after_the_seed_fields() -> None:
     names = [f.name for f in dataclasses.fields(ProgressiveResizingHparams)]  # type: ignore[arg-type]
-    assert names == ["mode", "initial_scale", "finetune_fraction", "resize_targets", "size_multiple"]
-    assert ProgressiveResizingHparams().size_multiple == 1
+    assert names == ["mode", "initial_scale", "finetune_fraction", "resize_targets", "size_multiple", "scale_buckets"]
+    assert ProgressiveResizingHparams().size_multiple == 1 and ProgressiveResizingHparams().scale_buckets is None
     assert ProgressiveResizingHparams.from_dict({"size_multiple": 2}).initialize_object().size_multiple == 2
+    assert ProgressiveResizingHparams.from_dict({"scale_buckets": 3}).initialize_object().scale_buckets == 3
     with pytest.raises(ValueError, match="size_multiple"):
         ProgressiveResizingHparams(size_multiple=0)
+    for bad in (1, -2, 2.5, True):
+        with pytest.raises(ValueError, match=r"scale_buckets=.* must be None, 0 .* or an int of at least 2"):
+            ProgressiveResizing(scale_buckets=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("buckets", [2, 3, 4, 7])
+@pytest.mark.parametrize(("initial", "finetune"), [(0.5, 0.2), (0.25, 0.0)])
+def test_scale_buckets_round_the_linear_scale_down_to_k_even_steps(buckets: int, initial: float, finetune: float):
+    levels = [initial + (1 - initial) * j / (buckets - 1) for j in range(buckets)]
+    seen = set()
+    for step in range(1001):
+        elapsed = step / 1000
+        linear = _reference_scale(elapsed, initial, finetune)
+        expected = max(level for level in levels if level <= linear + 1e-9)  # the nearest step at or below it
+        scale = resize_scale(elapsed, initial, finetune, buckets=buckets)
+        assert scale == pytest.approx(expected), elapsed
+        seen.add(round(scale, 9))
+    assert len(seen) == buckets and max(seen) == 1.0  # every step taken, full size at the end
+    assert resize_scale(0.3, initial, finetune) == pytest.approx(_reference_scale(0.3, initial, finetune))
+
+
+def _run_sides(model: torch.nn.Module, **kwargs) -> list[int]:
+    g = torch.Generator().manual_seed(0)
+    data = TensorDataset(torch.rand(32, 3, 32, 32, generator=g), torch.randint(0, 2, (32,), generator=g))
+    shapes = _Shapes()
+    trainer = Trainer(model=model, train_dataloader=DataLoader(data, batch_size=4), max_duration="1ep",
+                      algorithms=[ProgressiveResizing(initial_scale=0.5, finetune_fraction=0.25, **kwargs)],
+                      callbacks=[shapes], progress_bar=False, seed=0)  # fmt: skip
+    trainer.fit()
+    trainer.close()
+    return [shape[-1] for shape in shapes.shapes]
+
+
+def test_four_sizes_by_default_when_the_model_is_compiled_and_the_linear_schedule_when_not() -> None:
+    def net() -> ComposerClassifier:
+        layers = [torch.nn.Conv2d(3, 2, 3, padding=1), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten()]
+        return ComposerClassifier(torch.nn.Sequential(*layers, torch.nn.Linear(2, 2)), num_classes=2)
+
+    linear = [_reference_size(32, _reference_scale(b / 8, 0.5, 0.25)) for b in range(8)]
+    assert _run_sides(net()) == linear == [16, 18, 21, 24, 26, 29, 32, 32]
+    compiled = net()
+    compiled.compile(backend="eager")  # as Trainer(compile_config=...) compiles it: in place
+    assert _run_sides(compiled) == [16, 16, 21, 21, 26, 26, 32, 32]  # scales 0.5, 2/3, 5/6, 1: 4 sizes
+    assert _run_sides(net(), scale_buckets=4) == [16, 16, 21, 21, 26, 26, 32, 32]  # eagerly as a compiled run
+    assert _run_sides(compiled, scale_buckets=0) == linear  # 0: linear, compiled or not

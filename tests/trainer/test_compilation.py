@@ -2,7 +2,9 @@
 runs, and a bound on the recompilations of each method that changes shapes or modules (counted by dynamo's
 CompileCounter backend: one per graph compiled, recompilations included).
 
-Every test compiles with the 'eager' or 'aot_eager' backend (no C compiler) and resets dynamo before and after.
+Every test but one compiles with the 'eager' or 'aot_eager' backend (no C compiler) and resets dynamo before and
+after. The one compiles with inductor, the default, on a tiny model: its bound (one static graph per image size) and
+a relaunch with inductor's cache warm; benchmarks/compile_resizing.py runs the rest (fresh processes, a ResNet).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pytest
 import torch
 import torch._dynamo
 from torch._dynamo.testing import CompileCounter, CompileCounterWithBackend
+from torch._dynamo.utils import counters
 from torch.utils.data import DataLoader, TensorDataset
 
 import composer.trainer.parallelism as parallelism
@@ -214,7 +217,7 @@ class _Shapes(Callback):
 
 def test_progressive_resizing_compiles_one_graph_for_every_size():
     shapes, counter = _Shapes(), CompileCounter()
-    resizing = ProgressiveResizing(initial_scale=0.25, finetune_fraction=0.2)
+    resizing = ProgressiveResizing(initial_scale=0.25, finetune_fraction=0.2, scale_buckets=0)  # every size
     # grad_accum=2: the microbatches, new tensors, are marked too.
     trainer = _trainer(
         _cnn(),
@@ -228,6 +231,45 @@ def test_progressive_resizing_compiles_one_graph_for_every_size():
     assert len({shape[-1] for shape in shapes.shapes}) >= 6  # 4 .. 16 pixels over 8 batches
     assert counter.frame_count == 1  # without marking: a static graph, then a dynamic one
     assert trainer.compilation is not None and trainer.compilation.dynamic_dims == {(0,): {2, 3}}
+
+
+def test_inductor_compiles_one_graph_per_image_size_and_relaunches_from_its_warm_cache(tmp_path, monkeypatch):
+    # Height and width marked dynamic, inductor still compiled a graph per size (the count said 1), and on the CPU
+    # the graphs it cached crashed a relaunch in the first backward ('expected size 4==4, stride 48==147').
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    for run in ("cold", "warm"):  # warm: a new start (dynamo reset) that finds the first run's graphs on disk
+        torch._dynamo.reset()
+        shapes, compiled = _Shapes(), counters["aot_autograd"]["total"]  # graphs AOTAutograd compiled or loaded
+        trainer = _trainer(
+            _cnn(),
+            _images(num_samples=8, size=8),
+            max_duration="1ep",
+            compile_config=True,
+            algorithms=[ProgressiveResizing(initial_scale=0.5, finetune_fraction=0.0)],  # compiled: 4 scales
+            callbacks=[shapes],
+        )
+        trainer.fit()
+        assert trainer.compilation is not None
+        assert counters["aot_autograd"]["total"] - compiled == 2 == trainer.compilation.compilations, run
+        assert {shape[-1] for shape in shapes.shapes} == {4, 5}, run  # scales 1/2 and 2/3 of 8 pixels
+        assert not trainer.compilation.fell_back_to_eager
+        assert trainer.compilation.static_dims == {(0,): {2, 3}} and not trainer.compilation.dynamic_dims
+
+
+def test_a_fall_back_to_eager_at_the_recompile_limit_warns_and_the_count_is_the_graphs_compiled():
+    counter = CompileCounter()
+    resizing = ProgressiveResizing(initial_scale=0.5, finetune_fraction=0.0, scale_buckets=0)  # 8, 10, 12, 14 px
+    trainer = _trainer(
+        _cnn(),
+        _images(num_samples=16),
+        max_duration="1ep",
+        compile_config={"backend": counter, "dynamic": False, "recompile_limit": 2},
+        algorithms=[resizing],
+    )
+    with pytest.warns(UserWarning, match=r"recompile_limit \(2\) after 2 graph\(s\), and from now on runs eagerly"):
+        trainer.fit()
+    assert trainer.compilation is not None and trainer.compilation.fell_back_to_eager
+    assert trainer.compilation.compilations == counter.frame_count == 2
 
 
 def test_dynamic_false_with_a_method_that_resizes_warns_and_says_the_fix():
@@ -274,7 +316,7 @@ def test_layer_freezing_compiles_once_per_change_and_never_falls_back_to_eager()
     trainer = _trainer(model, _images(num_samples=4), max_duration="3ep", compile_config=config, algorithms=[freezing])
     trainer.fit()
     assert trainer.compilation is not None
-    changes = trainer.compilation.compilations - 1
+    changes = trainer.compilation.regions - 1
     assert changes == 2 and sum(not p.requires_grad for p in model.parameters()) == 4
     assert counter.frame_count == changes  # one graph per freeze state that trained (the last one never did)
 
@@ -309,4 +351,5 @@ def test_surgery_after_compilation_recompiles_once_instead_of_running_a_stale_gr
     )
     trainer.fit()
     assert outputs.correct == [True] * 8
-    assert trainer.compilation is not None and trainer.compilation.compilations == 2 and counter.frame_count == 2
+    assert trainer.compilation is not None and trainer.compilation.regions == 2
+    assert trainer.compilation.compilations == counter.frame_count == 2

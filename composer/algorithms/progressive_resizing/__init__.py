@@ -4,6 +4,7 @@ See Howard & Gugger, "Fastai: A Layered API for Deep Learning" (2020, https://ar
 """
 
 from composer.algorithms.progressive_resizing.progressive_resizing import (
+    COMPILED_SCALE_BUCKETS,
     ProgressiveResizing,
     ProgressiveResizingHparams,
     resize_inputs,
@@ -11,4 +12,11 @@ from composer.algorithms.progressive_resizing.progressive_resizing import (
     scaled_size,
 )
 
-__all__ = ["ProgressiveResizing", "ProgressiveResizingHparams", "resize_inputs", "resize_scale", "scaled_size"]
+__all__ = [
+    "COMPILED_SCALE_BUCKETS",
+    "ProgressiveResizing",
+    "ProgressiveResizingHparams",
+    "resize_inputs",
+    "resize_scale",
+    "scaled_size",
+]

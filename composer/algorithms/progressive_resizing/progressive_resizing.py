@@ -17,9 +17,19 @@ from composer.core.hparams import Hparams, hparams
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 
-__all__ = ["ProgressiveResizing", "ProgressiveResizingHparams", "resize_inputs", "resize_scale", "scaled_size"]
+__all__ = [
+    "COMPILED_SCALE_BUCKETS",
+    "ProgressiveResizing",
+    "ProgressiveResizingHparams",
+    "resize_inputs",
+    "resize_scale",
+    "scaled_size",
+]
 
 _MODES = ("resize", "crop")
+
+COMPILED_SCALE_BUCKETS = 4
+"""The scales :class:`ProgressiveResizing` takes by default when the model is compiled: 4 sizes, 4 graphs."""
 
 
 def _check_fraction(name: str, value: float) -> None:
@@ -33,6 +43,16 @@ def _check_fraction(name: str, value: float) -> None:
 def _check_mode(mode: str) -> None:
     if mode not in _MODES:
         raise ValueError(f"ProgressiveResizing mode={mode!r} is unknown; expected one of {list(_MODES)}.")
+
+
+def _check_buckets(name: str, buckets: int | None, zero: bool) -> None:
+    if buckets is None or (type(buckets) is int and (buckets >= 2 or (zero and buckets == 0))):
+        return
+    allowed = "None, 0 (continuous, compiled or not) or" if zero else "None (continuous) or"
+    raise ValueError(
+        f"{name}={buckets!r} must be {allowed} an int of at least 2: how many scales the schedule steps through, "
+        "from initial_scale to 1 (e.g. 4)."
+    )
 
 
 def _check_size_multiple(size_multiple: int) -> None:
@@ -79,17 +99,23 @@ def scaled_size(length: int, scale_factor: float, size_multiple: int = 1) -> int
     return min(length, max(size_multiple, size, 1))
 
 
-def resize_scale(elapsed_fraction: float, initial_scale: float, finetune_fraction: float) -> float:
+def resize_scale(
+    elapsed_fraction: float, initial_scale: float, finetune_fraction: float, buckets: int | None = None
+) -> float:
     """The scale factor at a point of the run: linear from ``initial_scale`` to 1, then 1 for the finetuning part.
 
     ``initial_scale + (1 - initial_scale) * min(1, elapsed_fraction / (1 - finetune_fraction))``: the scale reaches
     1 when ``1 - finetune_fraction`` of training has run and stays there. With ``finetune_fraction = 1`` the whole run
-    is at full size.
+    is at full size. With ``buckets`` (k >= 2) the scale steps through k evenly spaced values instead,
+    ``initial_scale + (1 - initial_scale) * j / (k - 1)``: the linear scale rounded down to the nearest of them, so
+    a run sees at most k image sizes (a compiled model compiles a graph per size) and never larger images than the
+    linear schedule's.
 
     Args:
         elapsed_fraction: The fraction of training done, in [0, 1] (``state.get_elapsed_duration()``).
         initial_scale: The scale at the start of training, in [0, 1].
         finetune_fraction: The fraction of training at the end that runs at full size, in [0, 1].
+        buckets: None (the default): the linear schedule; an int k >= 2: k steps.
 
     Returns:
         float: The scale factor, in ``[initial_scale, 1]``.
@@ -97,12 +123,19 @@ def resize_scale(elapsed_fraction: float, initial_scale: float, finetune_fractio
     Example:
         >>> [resize_scale(e, initial_scale=0.5, finetune_fraction=0.2) for e in (0.0, 0.4, 0.8, 0.9)]
         [0.5, 0.75, 1.0, 1.0]
+        >>> [round(resize_scale(e, 0.5, 0.2, buckets=3), 3) for e in (0.0, 0.3, 0.4, 0.79, 0.8)]
+        [0.5, 0.5, 0.75, 0.75, 1.0]
     """
     _check_fraction("initial_scale", initial_scale)
     _check_fraction("finetune_fraction", finetune_fraction)
+    _check_buckets("buckets", buckets, zero=False)
     if finetune_fraction >= 1.0:
         return 1.0
     progress = min(1.0, max(0.0, elapsed_fraction) / (1.0 - finetune_fraction))
+    if buckets is not None:
+        steps = buckets - 1
+        # A tiny tolerance: 0.4 / 0.8 * 2 is 0.9999999999999999 in floating point, and must be step 1.
+        progress = min(steps, int(progress * steps + 1e-9)) / steps
     return initial_scale + (1.0 - initial_scale) * progress
 
 
@@ -223,7 +256,7 @@ class ProgressiveResizing(Algorithm):
     finetuning period is then run to finetune the model using the full-sized inputs.
 
     The scale follows :func:`resize_scale` of ``state.get_elapsed_duration()``, so it grows every batch (not in
-    epoch-sized jumps); each batch is then shrunk with :func:`resize_inputs` to ``int(H * scale)`` by
+    epoch-sized jumps), or, with ``scale_buckets``, in that many steps; each batch is then shrunk with :func:`resize_inputs` to ``int(H * scale)`` by
     ``int(W * scale)`` (or a multiple of ``size_multiple``, see :func:`scaled_size`). Runs on ``Event.AFTER_DATALOADER`` and draws crop positions from ``state.rng``. Logs
     ``progressive_resizing/height``, ``/width`` and ``/scale_factor`` every batch. Needs ``(inputs, targets)``
     batches of images ``(N, C, H, W)``. The model must accept inputs of varying size (global pooling before the
@@ -237,6 +270,11 @@ class ProgressiveResizing(Algorithm):
         size_multiple: Round the sizes down to a multiple of this; 2 gives even sizes, so half as many distinct
             shapes over the run (fewer cuDNN autotunes or static-shape recompilations). Default: 1 (the seed's
             ``int(H * scale)``).
+        scale_buckets: How many scales the schedule steps through (see :func:`resize_scale`). None (the default):
+            the linear schedule of the original Composer API when the model runs eagerly, and
+            :data:`COMPILED_SCALE_BUCKETS` (4) steps when it is compiled (``Trainer(compile_config=...)``), so that a
+            compiled model compiles at most 4 graphs for its training sizes; an int k >= 2: k steps, compiled or not
+            (train eagerly as a compiled run does); 0: the linear schedule, compiled or not. See the method card.
 
     Example:
         >>> from composer.core import Event, Logger
@@ -254,16 +292,19 @@ class ProgressiveResizing(Algorithm):
         finetune_fraction: float = 0.2,
         resize_targets: bool = False,
         size_multiple: int = 1,
+        scale_buckets: int | None = None,
     ) -> None:
         _check_mode(mode)
         _check_fraction("initial_scale", initial_scale)
         _check_fraction("finetune_fraction", finetune_fraction)
         _check_size_multiple(size_multiple)
+        _check_buckets("scale_buckets", scale_buckets, zero=True)
         self.mode = mode
         self.initial_scale = initial_scale
         self.finetune_fraction = finetune_fraction
         self.resize_targets = resize_targets
         self.size_multiple = size_multiple
+        self.scale_buckets = scale_buckets
 
     def match(self, event: Event, state: State) -> bool:
         """Runs on every training batch, after the dataloader."""
@@ -271,7 +312,11 @@ class ProgressiveResizing(Algorithm):
 
     def apply(self, event: Event, state: State, logger: Logger) -> None:
         """Replaces ``state.batch`` with its resized version."""
-        scale = resize_scale(state.get_elapsed_duration().value, self.initial_scale, self.finetune_fraction)
+        buckets = self.scale_buckets
+        if buckets is None:
+            buckets = COMPILED_SCALE_BUCKETS if _is_compiled(state.model) else 0
+        elapsed = state.get_elapsed_duration().value
+        scale = resize_scale(elapsed, self.initial_scale, self.finetune_fraction, buckets=buckets or None)
         X, y = state.batch_pair
         X, y = resize_inputs(
             X, y, scale, self.mode, self.resize_targets, generator=state.rng, size_multiple=self.size_multiple
@@ -286,13 +331,22 @@ class ProgressiveResizing(Algorithm):
         )
 
 
+def _is_compiled(model: torch.nn.Module) -> bool:
+    """Whether ``model`` was compiled in place (``nn.Module.compile``, as ``Trainer(compile_config=...)`` does),
+    inside DistributedDataParallel or not."""
+    while isinstance(model, (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)):
+        model = model.module
+    return getattr(model, "_compiled_call_impl", None) is not None
+
+
 @hparams
 class ProgressiveResizingHparams(Hparams):
-    """See :class:`ProgressiveResizing`. The first four fields are the seed's; ``size_multiple`` comes after them.
+    """See :class:`ProgressiveResizing`. The first four fields are the original Composer API's; ``size_multiple`` and
+    ``scale_buckets`` come after them.
 
     Example:
         >>> ProgressiveResizingHparams(mode="crop").initialize_object()
-        ProgressiveResizing(mode='crop', initial_scale=0.5, finetune_fraction=0.2, resize_targets=False, size_multiple=1)
+        ProgressiveResizing(mode='crop', initial_scale=0.5, finetune_fraction=0.2, resize_targets=False, size_multiple=1, scale_buckets=None)
     """
 
     mode: str = "resize"
@@ -300,13 +354,16 @@ class ProgressiveResizingHparams(Hparams):
     finetune_fraction: float = 0.2
     resize_targets: bool = False
     size_multiple: int = 1
+    scale_buckets: int | None = None
 
     def validate(self) -> None:
-        """Checks the mode name, that both fractions lie in [0, 1] and that ``size_multiple`` is positive."""
+        """Checks the mode name, that both fractions lie in [0, 1], that ``size_multiple`` is positive and
+        ``scale_buckets`` None, 0 or at least 2."""
         _check_mode(self.mode)
         _check_fraction("initial_scale", self.initial_scale)
         _check_fraction("finetune_fraction", self.finetune_fraction)
         _check_size_multiple(self.size_multiple)
+        _check_buckets("scale_buckets", self.scale_buckets, zero=True)
 
     def initialize_object(self) -> ProgressiveResizing:
         """Builds the :class:`ProgressiveResizing` algorithm."""
