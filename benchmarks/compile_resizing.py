@@ -31,6 +31,7 @@ Run:  .venv/bin/python benchmarks/compile_resizing.py [--cases repro repro-stati
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import re
@@ -125,7 +126,7 @@ def trainer_case(name: str) -> dict[str, Any]:
         "sides": sorted(Sides.seen),
         "warned": [str(w.message)[:100] for w in caught if "recompile_limit" in str(w.message)],
     }
-    if name == "resnet8":
+    if name == "resnet8" and "scale_buckets" in inspect.signature(ProgressiveResizing).parameters:  # not --root OLD
         eager = model()
         fit(eager, None, scale_buckets=4)
         result["max_weight_difference"] = max(
@@ -150,7 +151,7 @@ def run_child(case: str, cache: str, root: Path) -> dict[str, Any]:
             code = code.replace(old, new, 1)
         command = [sys.executable, "-c", code + _REPORT]
     else:
-        command = [sys.executable, __file__, "--child", case]
+        command = [sys.executable, __file__, "--child", case, "--root", str(root)]
     start = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600, cwd=tempfile.gettempdir())
     seconds = round(time.perf_counter() - start, 1)

@@ -317,9 +317,7 @@ class Compilation:
     def _compile_for_dynamic_shapes(self) -> None:
         self._dynamic = True
         if self._model is not None and torch_compile_kwargs(self.options, True) != self.options:
-            log.info(
-                "compile_config: the forward is compiled afresh for dynamic shapes (inductor's layout_optimization off)."
-            )
+            log.info("compile_config: the forward is compiled afresh for dynamic shapes (layout_optimization off).")
             self.compile(self._model)
 
     def mark_dynamic(self, batch: Any) -> None:

@@ -184,10 +184,10 @@ class Trainer:
             None or False (the default) runs eagerly. The model is compiled in place (``nn.Module.compile``) after
             ``INIT`` surgery and the checkpoint load, before DDP wraps it or FSDP shards it; parameter names stay
             plain, so compiled and eager runs load each other's checkpoints. The first forward (and the first of
-            each new shape or mode) compiles, which takes seconds to minutes; later steps are faster. Algorithms
-            that change the batch's shapes get those dimensions marked dynamic instead of one graph per size, and
-            when an algorithm changes the modules after compilation (LayerFreezing) the forward is compiled afresh
-            once; see :mod:`composer.trainer.compilation`.
+            each new shape or mode) compiles, which takes seconds to minutes; later steps are faster. Dimensions
+            that algorithms resize are marked dynamic (with inductor, images' height and width static: a graph per
+            size, of ProgressiveResizing's 4), and when an algorithm changes the modules (LayerFreezing) the forward
+            is compiled afresh once; ``trainer.compilation`` counts the graphs. See :mod:`composer.trainer.compilation`.
 
     Launched with ``torchrun`` (``WORLD_SIZE`` > 1), the Trainer trains on all processes together: batch sizes are per
     rank, the timer counts all ranks' samples and tokens, each rank reads its share of the data, gradients are
@@ -589,7 +589,7 @@ class Trainer:
         if listening[Event.AFTER_DATALOADER]:
             loaded = state.batch
             engine.run_event(Event.AFTER_DATALOADER)
-            if self.compilation is not None:  # the dimensions algorithms resize become dynamic, not one graph each
+            if self.compilation is not None:  # what algorithms resize is marked dynamic (or static, for inductor)
                 self.compilation.note_batch(loaded, state.batch)
         if listening[Event.BATCH_START]:
             engine.run_event(Event.BATCH_START)

@@ -256,8 +256,9 @@ class ProgressiveResizing(Algorithm):
     finetuning period is then run to finetune the model using the full-sized inputs.
 
     The scale follows :func:`resize_scale` of ``state.get_elapsed_duration()``, so it grows every batch (not in
-    epoch-sized jumps), or, with ``scale_buckets``, in that many steps; each batch is then shrunk with :func:`resize_inputs` to ``int(H * scale)`` by
-    ``int(W * scale)`` (or a multiple of ``size_multiple``, see :func:`scaled_size`). Runs on ``Event.AFTER_DATALOADER`` and draws crop positions from ``state.rng``. Logs
+    epoch-sized jumps), or, with ``scale_buckets``, in that many steps; each batch is then shrunk with
+    :func:`resize_inputs` to ``int(H * scale)`` by ``int(W * scale)`` (or a multiple of ``size_multiple``, see
+    :func:`scaled_size`). Runs on ``Event.AFTER_DATALOADER`` and draws crop positions from ``state.rng``. Logs
     ``progressive_resizing/height``, ``/width`` and ``/scale_factor`` every batch. Needs ``(inputs, targets)``
     batches of images ``(N, C, H, W)``. The model must accept inputs of varying size (global pooling before the
     classifier).
