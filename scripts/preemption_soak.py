@@ -5,7 +5,8 @@ equal to an uninterrupted run, and the batch in progress at the signal must be t
   every 3 batches, MixUp, LabelSmoothing, SelectiveBackprop, a random transform, Dropout, shuffling, 3 epochs of 6
   batches) gets SIGTERM or SIGINT (drawn) after a random delay over the part of an uninterrupted run's wall time in
   which it trains, so the signal lands anywhere: in a batch, in a save, in a DataLoader worker's fetch
-  (``--num-workers``), in the evaluation-free epoch end. ``--ballast-mb N`` makes every save write N MB more. A run
+  (``--num-workers``; ``--process-group`` signals them too, as a terminal's Ctrl-C does), in the epoch's end.
+  ``--ballast-mb N`` makes every save write N MB more. A run
   signalled while training must end with ``Preempted`` (or ``Interrupted``) naming a batch, and the rerun must resume
   from exactly that batch; one signalled before ``fit`` (or after it) ends by the signal, and the rerun starts over
   (or finds the run done). The time from the signal to the exit is reported.
@@ -44,7 +45,7 @@ def _run(folder: Path, num_workers: int, ballast_mb: int) -> subprocess.Popen[by
     env["SOAK_BALLAST_MB"] = str(ballast_mb)
     log = open(folder / "log.txt", "ab")  # noqa: SIM115 - handed to the child, closed with it
     command = [sys.executable, str(COMMAND), str(folder), str(num_workers)]
-    return subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=log)
+    return subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=log, start_new_session=True)
 
 
 def _weights(folder: Path) -> list[object]:
@@ -82,7 +83,10 @@ def clock_trials(args: argparse.Namespace, rng: random.Random) -> list[str]:
         _wait_for_fit(process, folder)
         time.sleep(delay)
         sent = time.monotonic()
-        process.send_signal(signum)
+        if args.process_group:  # its DataLoader workers too, as a terminal's Ctrl-C or Slurm's scancel
+            os.killpg(process.pid, signum)
+        else:
+            process.send_signal(signum)
         code = process.wait()
         exits.append(time.monotonic() - sent)
         log = (folder / "log.txt").read_text()
@@ -142,6 +146,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=0, help="pairs of 2-rank jobs at random batches and events")
     parser.add_argument("--num-workers", type=int, default=0, help="DataLoader workers of the single-process command")
     parser.add_argument("--ballast-mb", type=int, default=0, help="MB added to every single-process checkpoint")
+    parser.add_argument("--process-group", action="store_true", help="signal the command's whole process group")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     rng = random.Random(args.seed)

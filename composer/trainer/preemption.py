@@ -25,7 +25,9 @@ of one batch), agreed without a collective of its own on most steps: see :class:
 each other while saving (up to the grace period), so ``dist_timeout`` must be longer than it (300 s by default). The handlers are
 installed when ``fit`` starts and the previous ones put back when it ends; nothing is installed at import, and a
 ``fit`` outside the main thread (where Python cannot set handlers) warns once and handles nothing. A handler set
-outside Python, or a signal that is ignored (``SIG_IGN``: a background job's SIGINT), is left as it is.
+outside Python, or a signal that is ignored (``SIG_IGN``: a background job's SIGINT), is left as it is. The
+DataLoader workers started while ``fit`` runs get process groups of their own (:func:`shield_workers`): a signal to
+the whole process group (torchrun passes SIGTERM on that way) would otherwise kill them, and the batch with them.
 
 Library code never exits the process: the ``composer`` command turns :class:`Preempted` into exit status 75, and a
 script of your own can do the same (``except Preempted: sys.exit(75)``).
@@ -40,11 +42,12 @@ import signal
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch.utils.data import DataLoader
 
 from composer.utils import dist
 from composer.utils.object_store import UploadError
@@ -53,7 +56,7 @@ if TYPE_CHECKING:
     from composer.callbacks.checkpoint_saver import CheckpointSaver
     from composer.core.state import State
 
-__all__ = ["Interrupted", "Preempted", "Preemption", "StopAgreement"]
+__all__ = ["Interrupted", "Preempted", "Preemption", "StopAgreement", "shield_workers"]
 
 log = logging.getLogger(__name__)
 
@@ -172,6 +175,39 @@ class StopAgreement:
         return stop > 0
 
 
+class _OwnProcessGroup:
+    """A DataLoader's ``worker_init_fn`` that first moves the worker into a process group of its own (picklable, for
+    spawned workers too)."""
+
+    def __init__(self, worker_init_fn: Callable[[int], None] | None) -> None:
+        self.worker_init_fn = worker_init_fn
+
+    def __call__(self, worker_id: int) -> None:
+        with contextlib.suppress(OSError, AttributeError):  # not permitted, or not POSIX: the group stays
+            os.setpgid(0, 0)
+        if self.worker_init_fn is not None:
+            self.worker_init_fn(worker_id)
+
+
+def shield_workers(loaders: Iterable[object]) -> list[tuple[DataLoader[Any], Callable[[int], None] | None]]:
+    """Puts each worker process that ``loaders`` start from now on in a process group of its own; returns each
+    DataLoader changed with the ``worker_init_fn`` to put back.
+
+    A signal sent to a whole process group (torchrun passing SIGTERM on, Slurm's scancel, a terminal's Ctrl-C) would
+    reach the DataLoader workers too and kill them (torch's workers obey only their parent's SIGTERM; SIGINT ends
+    them), and the main process would fail at its next batch ("DataLoader worker ... killed by signal") instead of
+    saving one. In a group of their own they do not get it, and their main process still stops them as usual (its
+    SIGTERM is sent to each of them, and they end when it ends). They move at start-up, in ``worker_init_fn``: one
+    that gets the signal in its first milliseconds still dies with it.
+    """
+    shielded = []
+    for loader in loaders:
+        if isinstance(loader, DataLoader) and loader.num_workers > 0:
+            shielded.append((loader, loader.worker_init_fn))
+            loader.worker_init_fn = _OwnProcessGroup(loader.worker_init_fn)
+    return shielded
+
+
 class Preemption:
     """The Trainer's handling of SIGTERM and SIGINT while ``fit`` runs; see :mod:`composer.trainer.preemption`.
 
@@ -224,11 +260,15 @@ class Preemption:
         self.received = self.received_at = None
         self.agreement.reset()
         previous = self._install()
+        loaders = [state.train_dataloader, *(evaluator.dataloader.dataloader for evaluator in state.evaluators)]
+        shielded = shield_workers(loaders) if previous else []
         try:
             yield
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+            for loader, worker_init_fn in shielded:
+                loader.worker_init_fn = worker_init_fn
         if self.received is not None:  # after the last batch's check: fit has completed
             saved = self.saver.saved_checkpoints if self.saver is not None else []
             final = f" Its final checkpoint is {saved[-1]}." if saved else ""

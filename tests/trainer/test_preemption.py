@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import random
 import signal
+import subprocess
+import sys
 import threading
 import time
 import warnings
@@ -157,6 +159,47 @@ def test_a_signal_finishes_the_batch_saves_it_closes_and_raises(guard, tmp_path,
     assert recorder.events[-3:] == [Event.BATCH_END, Event.BATCH_CHECKPOINT, "close"]
     assert Event.EPOCH_END not in recorder.events and Event.FIT_END not in recorder.events
     assert received == [] and signal.getsignal(signal.SIGTERM) is guard[0]
+
+
+GROUP_SIGNAL = """
+import subprocess, sys, torch
+from composer import Callback, Trainer
+from composer.trainer import Preempted
+from tests.common import SimpleModel, make_dataloader
+
+
+class SignalGroupAt(Callback):  # SIGTERM to the whole process group, from another process: as torchrun sends it
+    def after_forward(self, state, logger):
+        if int(state.timer.batch) == 4:  # in batch 5
+            subprocess.run(["kill", "-s", "TERM", "--", f"-{__import__('os').getpgrp()}"])
+
+
+loader = torch.utils.data.DataLoader(make_dataloader(num_samples=48).dataset, batch_size=4, num_workers=2)
+trainer = Trainer(model=SimpleModel(), train_dataloader=loader, max_duration="2ep", callbacks=[SignalGroupAt()],
+                  save_folder=sys.argv[1], progress_bar=False, seed=3)
+try:
+    trainer.fit()
+except Preempted as error:
+    print(error.batch, error.checkpoint, loader.worker_init_fn)
+    sys.exit(75)
+"""
+
+
+@pytest.mark.slow
+def test_dataloader_workers_outlive_a_signal_to_the_process_group(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(GROUP_SIGNAL)
+    done = subprocess.run(  # a session of its own: the signal to its process group reaches nothing else
+        [sys.executable, str(script), str(tmp_path / "checkpoints")],
+        capture_output=True,
+        text=True,
+        cwd=launch.REPO,
+        env=launch._env(),
+        start_new_session=True,
+        timeout=120,
+    )
+    assert done.returncode == 75, done.stderr[-3000:]  # not "DataLoader worker (pid ...) is killed by signal"
+    assert done.stdout.split() == ["5", str(tmp_path / "checkpoints" / "ep0-ba5-rank0.pt"), "None"]  # put back
 
 
 def test_an_upload_slower_than_the_grace_period_is_left_at_the_deadline(guard, s3_env, tmp_path, monkeypatch):
