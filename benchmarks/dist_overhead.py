@@ -17,7 +17,8 @@ Last, the cost of agreeing on the batch at which a SIGTERM stops every rank (``c
 same Trainer in interleaved rounds (the order rotating) with no agreement at all (as before preemption was handled),
 as shipped (these even batches carry no counts' all-reduce, so a check about every second), and with a check after
 every batch (the naive way: one more all-reduce per step); the figure is each one's median per-round ratio to the
-first.
+first. Measured with ``--steps 60 --rounds 15`` (2026-12-04, 2 cores shared with other work, at commit a46b71a): as
+shipped 0.9989, a check every batch 1.0589 (a step of 43 ms; an all-reduce of 3 numbers takes 0.43 ms).
 
 Run:  .venv/bin/python benchmarks/dist_overhead.py [--steps 100] [--rounds 5]
 """

@@ -17,6 +17,19 @@ checkpoint after it exited (in the folder, or with ``--store`` in the store: a r
 there). ``--store`` runs moto on loopback (a subprocess at nice 10), with the checkpoints uploaded in the background.
 
 Run:  .venv/bin/python benchmarks/preemption.py [--trials 5] [--interval 200] [--store] [--ballast-mb 0] [--grace 20]
+
+Measured on the 2-core development machine shared with other work (load 2-3), 2026-12-04, at commit a46b71a:
+
+* ``--trials 10 --interval 200`` (13 MB, local folder): preemption 1.48 s from the signal to the exit (max 1.68), of
+  which 0.07 s (max 0.10) until ``fit`` raised (the batch, the save, the closing; the rest is the interpreter's
+  exit, torch's teardown), 0 batches lost in 10 of 10; periodic only 0.05 s (max 0.08) and 96.5 batches lost
+  (max 190) of the 200 between checkpoints.
+* ``--trials 3 --interval 100 --store --ballast-mb 256`` (269 MB to moto): preemption 6.17 s (max 7.07) to the exit,
+  4.78 s (max 5.38) until ``fit`` raised with the upload complete, 0 lost; periodic only 0.10 s, 100 lost (the
+  upload of batch 100's checkpoint was cut off).
+* the same with ``--grace 2``: ``fit`` raised 2.16 s (max 2.20) after the signal with the upload stopped, exit
+  4.20 s; the store's newest checkpoint is then 100 batches old, as with periodic checkpoints only, but the local
+  folder holds the batch in progress for the next run on that machine.
 """
 
 from __future__ import annotations
