@@ -326,43 +326,34 @@ class CheckpointSaver(Callback):
             self._one_file_uploads(self._folder()).upload_missing(paths)
 
     def _one_file_uploads(self, folder: Path) -> CheckpointUploads:
-        assert self.remote is not None
-        if self._uploader is None:
-            self._uploader = BackgroundUploader(
-                self.remote.store.options.max_pending_uploads, name="composer-checkpoint"
-            )
         if self._uploads is None:
-            self._uploads = CheckpointUploads(
-                self.remote,
-                folder,
-                self.filename,
-                self.run_name,
-                self.num_checkpoints_to_keep,
-                self._uploader,
-                self.on_upload_failure,
-            )
+            self._uploads = CheckpointUploads(*self._upload_arguments(folder))
         return self._uploads
 
     def _shard_uploads(self, folder: Path) -> ShardedUploads:
         """Every rank uploads its own shard files (on several nodes, no rank has the others' files); rank 0 commits
         a checkpoint once every rank has reported its shards uploaded (see
         :class:`~composer.utils.object_store.ShardedUploads`)."""
+        if self._sharded_uploads is None:
+            self._sharded_uploads = ShardedUploads(*self._upload_arguments(folder))
+        return self._sharded_uploads
+
+    def _upload_arguments(self, folder: Path) -> tuple[Any, ...]:
+        """What both kinds of uploads are made with; the background uploader is made at the first."""
         assert self.remote is not None
         if self._uploader is None:
             self._uploader = BackgroundUploader(
                 self.remote.store.options.max_pending_uploads, name="composer-checkpoint"
             )
-        if self._sharded_uploads is None:
-            self._sharded_uploads = ShardedUploads(
-                self.remote,
-                folder,
-                self.filename,
-                self.run_name,
-                self.num_checkpoints_to_keep,
-                self._uploader,
-                self.on_upload_failure,
-            )
-        return self._sharded_uploads
+        return (
+            self.remote,
+            folder,
+            self.filename,
+            self.run_name,
+            self.num_checkpoints_to_keep,
+            self._uploader,
+            self.on_upload_failure,
+        )
 
     def _finish_uploads(self) -> None:
         if self._uploads is not None:
