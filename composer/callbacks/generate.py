@@ -13,7 +13,7 @@ from torch import nn
 from composer.core.callback import Callback
 from composer.core.hparams import Hparams, hparams
 from composer.core.logging.logger import Logger, LogLevel
-from composer.core.state import State, _unwrap_model
+from composer.core.state import State, unwrap_model
 from composer.core.time import Time, TimeUnit
 
 __all__ = ["ByteTokenizer", "Generate", "GenerateHparams", "Tokenizer", "generate"]
@@ -87,7 +87,7 @@ def _eval_mode(model: nn.Module) -> Iterator[None]:
 
 def _language_model(model: nn.Module) -> nn.Module:
     """The network that maps token ids to logits: the model without wrappers; a HuggingFaceModel's ``.model``."""
-    model = _unwrap_model(model)
+    model = unwrap_model(model)
     inner = getattr(model, "model", None)
     if isinstance(inner, nn.Module) and hasattr(model, "shift_labels"):  # HuggingFaceModel
         return inner
@@ -320,7 +320,7 @@ class Generate(Callback):
     def _tokenizer(self, state: State) -> Tokenizer:
         if self.tokenizer is not None:
             return self.tokenizer
-        own = getattr(_unwrap_model(state.model), "tokenizer", None)
+        own = getattr(unwrap_model(state.model), "tokenizer", None)
         return own if own is not None else ByteTokenizer()
 
     def generations(self, state: State) -> list[str]:

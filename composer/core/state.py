@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from composer.core.callback import Callback
     from composer.core.evaluator import Evaluator
 
-__all__ = ["State"]
+__all__ = ["State", "bare_model_state", "unwrap_model"]
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -486,7 +486,7 @@ class State(Serializable):
         :meth:`capture_rng` now (``'current'``) and at the start of the epoch (``'epoch_start'``).
         """
         return {
-            "model": _bare_model_state(self.model),
+            "model": bare_model_state(self.model),
             "optimizers": [opt.state_dict() for opt in self._optimizers],
             "schedulers": [s.state_dict() for s in self._schedulers if hasattr(s, "state_dict")],
             "algorithms": [_named_state(a) for a in self._algorithms],
@@ -519,7 +519,7 @@ class State(Serializable):
             strict (bool): Whether the model's keys must match exactly.
         """
         if "model" in state:
-            _unwrap_model(self.model).load_state_dict(state["model"], strict=strict)
+            unwrap_model(self.model).load_state_dict(state["model"], strict=strict)
         _load_list("optimizers", self._optimizers, state.get("optimizers", []))
         stateful = [s for s in self._schedulers if hasattr(s, "load_state_dict")]
         _load_list("schedulers", stateful, state.get("schedulers", []))
@@ -554,8 +554,15 @@ def _dataloader_generators(dataloader: Any) -> list[torch.Generator]:
     return found
 
 
-def _unwrap_model(model: torch.nn.Module) -> torch.nn.Module:
-    """The model inside DistributedDataParallel/DataParallel and ``torch.compile`` wrappers."""
+def unwrap_model(model: torch.nn.Module) -> torch.nn.Module:
+    """The model inside DistributedDataParallel/DataParallel and ``torch.compile`` wrappers.
+
+    Args:
+        model (torch.nn.Module): A model, wrapped or not.
+
+    Returns:
+        torch.nn.Module: The innermost model (``model`` itself when it is not wrapped).
+    """
     while True:
         if isinstance(model, (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)):
             model = model.module
@@ -566,12 +573,19 @@ def _unwrap_model(model: torch.nn.Module) -> torch.nn.Module:
             return model
 
 
-def _bare_model_state(model: torch.nn.Module) -> dict[str, Any]:
+def bare_model_state(model: torch.nn.Module) -> dict[str, Any]:
     """The model's state dict without wrapper prefixes: ``torch.compile``'s ``_orig_mod`` is dropped anywhere in a
-    key (it also appears when only a submodule was compiled)."""
+    key (it also appears when only a submodule was compiled).
+
+    Args:
+        model (torch.nn.Module): A model, wrapped or not.
+
+    Returns:
+        dict: The unwrapped model's ``state_dict()`` under bare keys.
+    """
     return {
         ".".join(part for part in key.split(".") if part != "_orig_mod"): value
-        for key, value in _unwrap_model(model).state_dict().items()
+        for key, value in unwrap_model(model).state_dict().items()
     }
 
 

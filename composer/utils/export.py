@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
-from composer.core.state import _unwrap_model
+from composer.core.state import unwrap_model
 from composer.utils.checkpoint.full_state import is_sharded
 
 __all__ = [
@@ -134,7 +134,7 @@ def inference_network(model: nn.Module) -> nn.Module:
         >>> type(inference_network(classifier)).__name__
         'SimpleCNN'
     """
-    network = _unwrap_model(model)
+    network = unwrap_model(model)
     if isinstance(getattr(network, "model", None), nn.Module) and hasattr(network, "shift_labels"):
         raise ValueError(
             f"model is a {type(network).__name__}, whose forward takes a dict batch and returns a Hugging Face output "
@@ -145,7 +145,7 @@ def inference_network(model: nn.Module) -> nn.Module:
     inner = getattr(network, "module", None)
     # A ComposerModel (it has a loss) that wraps its network: export the network, which takes the bare inputs.
     if isinstance(inner, nn.Module) and callable(getattr(network, "loss", None)):
-        network = _unwrap_model(inner)
+        network = unwrap_model(inner)
     return network
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from composer.core.state import _bare_model_state, _unwrap_model
+from composer.core.state import bare_model_state, unwrap_model
 from composer.utils import dist
 
 __all__ = [
@@ -36,7 +36,7 @@ def is_sharded(model: torch.nn.Module) -> bool:
         return False
     from torch.distributed.tensor import DTensor
 
-    return any(isinstance(p, DTensor) for p in _unwrap_model(model).parameters())
+    return any(isinstance(p, DTensor) for p in unwrap_model(model).parameters())
 
 
 def gather_full_state(value: Any, keep: bool) -> Any:
@@ -66,7 +66,7 @@ def full_model_state(model: torch.nn.Module) -> dict[str, Any]:
     A collective: every rank calls it.
     """
     keep = dist.get_global_rank() == 0
-    whole = gather_full_state(_bare_model_state(model), keep)
+    whole = gather_full_state(bare_model_state(model), keep)
     return whole if keep else {}
 
 

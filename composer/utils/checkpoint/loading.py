@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from composer.core.state import State, _unwrap_model
+from composer.core.state import State, unwrap_model
 from composer.utils.checkpoint.full_state import is_sharded, shard_like, shard_optimizer_state
 from composer.utils.checkpoint.reading import CheckpointError, read_checkpoint
 
@@ -175,7 +175,7 @@ def load_model_state(
         >>> torch.equal(target.weight, source.weight)
         True
     """
-    target = _unwrap_model(model)
+    target = unwrap_model(model)
     own_state = target.state_dict()
     by_bare_key = {_drop_compile_segments(key): key for key in own_state}
     saved = _strip_wrapper_prefixes({_drop_compile_segments(k): v for k, v in weights.items()}, set(by_bare_key))

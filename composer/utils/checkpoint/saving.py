@@ -19,7 +19,7 @@ import torch
 
 from composer._version import __version__
 from composer.core.algorithm import evaluated_weights
-from composer.core.state import State, _bare_model_state
+from composer.core.state import State, bare_model_state
 from composer.utils import dist
 from composer.utils.checkpoint.full_state import full_model_state, full_optimizer_state, is_sharded
 from composer.utils.checkpoint.loading import _some
@@ -155,7 +155,7 @@ def _write_checkpoint(
     check_finite: bool = True,
 ) -> None:
     info = _info(weights_only, metadata)
-    content: dict[str, Any] = {"model": _bare_model_state(state.model)} if weights_only else state.state_dict()
+    content: dict[str, Any] = {"model": bare_model_state(state.model)} if weights_only else state.state_dict()
     if unsharded is not None:
         content.update(unsharded)  # a sharded model's whole weights and optimizer states, in place of the shards
     if check_finite:

@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-from composer.core.state import State, _bare_model_state
+from composer.core.state import State, bare_model_state
 from composer.utils import dist
 from composer.utils.checkpoint.entry_paths import entry_path
 from composer.utils.checkpoint.full_state import is_sharded
@@ -126,7 +126,7 @@ def save_sharded_checkpoint(
             f"Cannot save {path} as a sharded checkpoint: the model is not sharded with FSDP (no DTensor parameters). "
             "Sharded checkpoints need fsdp_config; without it, save one file (the default)."
         )
-    model_state = _bare_model_state(state.model)
+    model_state = bare_model_state(state.model)
     if check_finite:
         _refuse_non_finite(model_state, path)
     tensors, layout = _flatten({"model": model_state})
@@ -354,7 +354,7 @@ def load_sharded_checkpoint(
             reason="a sharded checkpoint, which needs fsdp_config to load",
         )
     layout: Mapping[str, Any] = checkpoint["tensors"]
-    own = _bare_model_state(state.model)
+    own = bare_model_state(state.model)
     saved_keys = [name.split("/", 1)[1] for name in layout if name.startswith("model/")]
     wanted = _check_keys(list(own), saved_keys, strict=strict, ignore_keys=ignore_keys)
     mismatched = [
