@@ -1,9 +1,13 @@
 """Golden event sequences: the exact order the Trainer fires events in."""
 
+import signal
+
+import pytest
 import torch
 
 from composer import Trainer
 from composer.core import Algorithm, Callback, Event
+from composer.trainer.preemption import Preempted
 from tests.common import EventRecorder, SimpleModel, make_dataloader
 
 E = Event
@@ -209,3 +213,102 @@ def test_a_callback_added_mid_batch_sees_the_rest_of_that_batch():
     after_forward = MICROBATCH.index(E.AFTER_FORWARD)
     rest_of_batch = [*MICROBATCH[after_forward + 1 :], E.AFTER_TRAIN_BATCH, E.BATCH_END, E.BATCH_CHECKPOINT]
     assert late.events == [*rest_of_batch, E.EPOCH_END, E.EPOCH_CHECKPOINT, E.FIT_END]
+
+
+def evaluated_at(*batches_with_eval, total=4):
+    """Batches 1..total, with an evaluation after the BATCH_END of each of ``batches_with_eval``."""
+    events = []
+    for number in range(1, total + 1):
+        events += [*batch()[:-1], *evaluation(1), E.BATCH_CHECKPOINT] if number in batches_with_eval else batch()
+    return events
+
+
+@pytest.mark.parametrize(
+    ("max_duration", "eval_interval", "at_fit_end", "expected_batches", "at_end"),
+    [
+        # The weights fit ends with are evaluated after the last EPOCH_END, before EPOCH_CHECKPOINT: an interval
+        # that does not divide the run adds an evaluation there, and one due at the last batch waits until then.
+        ("4ba", "3ba", True, evaluated_at(3), evaluation(1)),
+        ("4ba", "2ba", True, evaluated_at(2), evaluation(1)),
+        # A run in epochs is not over at the last BATCH_END: the evaluation due there runs, and not again at the end.
+        ("1ep", "2ba", True, evaluated_at(2, 4), []),
+        ("4ba", "3ba", False, evaluated_at(3), []),
+        ("4ba", "2ba", False, evaluated_at(2, 4), []),
+    ],
+)
+def test_eval_at_fit_end(max_duration, eval_interval, at_fit_end, expected_batches, at_end):
+    recorder = run(
+        train_dataloader=make_dataloader(num_samples=16, batch_size=4),  # 4 batches per epoch
+        eval_dataloader=make_dataloader(num_samples=3, batch_size=3, seed=1),
+        eval_interval=eval_interval,
+        eval_at_fit_end=at_fit_end,
+        max_duration=max_duration,
+    )
+    expected = [E.INIT, E.FIT_START, E.EPOCH_START, *expected_batches, E.EPOCH_END, *at_end, E.EPOCH_CHECKPOINT]
+    assert recorder.events == [*expected, E.FIT_END]
+
+
+class SignalAt(EventRecorder):
+    """Records the events and ``close``, and sends SIGTERM to this process at ``event`` of batch ``batch`` (0-based:
+    the batch count when it fires), once."""
+
+    def __init__(self, event: Event, batch: int) -> None:
+        super().__init__()
+        self.at: tuple[Event, int] | None = (event, batch)
+
+    def run_event(self, event, state, logger):
+        super().run_event(event, state, logger)
+        if self.at == (event, int(state.timer.batch)):
+            self.at = None
+            signal.raise_signal(signal.SIGTERM)
+
+    def close(self, state, logger):
+        self.events.append("close")
+
+
+@pytest.fixture
+def sigterm_guard():
+    """A SIGTERM handler of the test's own, in place outside fit: a signal the Trainer misses does not end pytest."""
+    received: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: received.append(signum))
+    yield received
+    signal.signal(signal.SIGTERM, previous)
+
+
+def preempted_run(tmp_path, recorder: SignalAt, **kwargs) -> Preempted:
+    torch.manual_seed(0)
+    model = SimpleModel()
+    trainer = Trainer(
+        model=model,
+        train_dataloader=make_dataloader(num_samples=12, batch_size=4),  # 3 batches per epoch
+        eval_dataloader=make_dataloader(num_samples=3, batch_size=3, seed=1),
+        optimizers=torch.optim.SGD(model.parameters(), lr=0.1),
+        callbacks=[recorder],
+        progress_bar=False,
+        seed=0,
+        save_folder=str(tmp_path),
+        **kwargs,
+    )
+    with pytest.raises(Preempted) as caught:
+        trainer.fit()
+    return caught.value
+
+
+def test_preemption_finishes_the_batch_then_closes_without_the_closing_events(tmp_path, sigterm_guard):
+    # SIGTERM in the second batch: that batch runs to BATCH_CHECKPOINT (with the evaluation due at it), its checkpoint
+    # is saved, and fit raises Preempted after closing: no EPOCH_END, EPOCH_CHECKPOINT or FIT_END (the run goes on).
+    recorder = SignalAt(E.AFTER_FORWARD, 1)
+    error = preempted_run(tmp_path, recorder, max_duration="2ep", eval_interval="2ba")
+    assert recorder.events == [E.INIT, E.FIT_START, E.EPOCH_START, *evaluated_at(2, total=2), "close"]
+    assert error.batch == 2 and error.checkpoint == str(tmp_path / "ep0-ba2-rank0.pt")
+    assert sigterm_guard == []
+
+
+def test_preemption_after_the_last_batch_lets_fit_complete_then_raises(tmp_path, sigterm_guard):
+    # SIGTERM during the evaluation at the end of fit, after the last batch's check: fit completes, FIT_END included.
+    recorder = SignalAt(E.EVAL_START, 3)
+    error = preempted_run(tmp_path, recorder, max_duration="1ep", eval_interval="2ba")
+    epoch = [E.EPOCH_START, *evaluated_at(2, total=3), E.EPOCH_END, *evaluation(1), E.EPOCH_CHECKPOINT]
+    assert recorder.events == [E.INIT, E.FIT_START, *epoch, E.FIT_END, "close"]
+    assert error.batch == 3 and error.complete and "after its last batch" in str(error)
+    assert sigterm_guard == []
