@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -14,7 +13,6 @@ from composer.core.algorithm import Algorithm
 from composer.core.callback import Callback
 from composer.core.event import Event
 from composer.core.passes import order_algorithms
-from composer.core.watched_list import WatchedList
 
 if TYPE_CHECKING:
     from composer.core.logging.logger import Logger
@@ -126,19 +124,11 @@ def _instance_names(algorithms: Sequence[Algorithm]) -> dict[int, str]:
 
 
 class _Plan:
-    """The dispatch plan for one event, valid while the algorithm and callback lists are unchanged."""
+    """Who to call at one event: the algorithms in their order (with match and apply bound), the callback handlers."""
 
-    __slots__ = ("algorithms", "callbacks", "calls", "ordered")
+    __slots__ = ("calls", "ordered")
 
-    def __init__(
-        self,
-        algorithms: tuple[Algorithm, ...],
-        callbacks: tuple[Callback, ...],
-        ordered: list[tuple[str, _Bound, _Bound]],
-        calls: list[Callable[..., Any]],
-    ) -> None:
-        self.algorithms = algorithms
-        self.callbacks = callbacks
+    def __init__(self, ordered: list[tuple[str, _Bound, _Bound]], calls: list[Callable[..., Any]]) -> None:
         self.ordered = ordered
         self.calls = calls
 
@@ -149,7 +139,8 @@ class Engine:
     At every event the engine asks each algorithm whether it :meth:`~Algorithm.match`-es, applies those that do in
     the order of :func:`~composer.core.passes.order_algorithms`, then runs every callback. At ``INIT`` the callbacks
     run first, so loggers exist before algorithms log. What to call at each event is worked out once and reused
-    until ``state.algorithms`` or ``state.callbacks`` change, so events nobody listens to cost next to nothing.
+    while :attr:`State.lists_version <composer.core.state.State.lists_version>` stays the same (it moves whenever
+    ``state.algorithms`` or ``state.callbacks`` change), so events nobody listens to cost next to nothing.
 
     An exception raised by an algorithm or callback propagates with a note naming who raised it at which event.
     :meth:`close` runs every callback's ``close`` and then ``post_close``; it is idempotent and the Trainer calls it
@@ -165,9 +156,10 @@ class Engine:
 
     Attributes:
         traces (Traces): The latest :class:`Trace` of each algorithm at each event, over the whole run.
-        listening (dict[Event, bool]): False for an event that last ran with nobody to call, until
-            ``state.algorithms`` or ``state.callbacks`` change. The Trainer's per-batch loop skips such events: the
-            call would do nothing.
+        listening (dict[Event, bool]): False for an event that last ran with nobody to call. Every entry turns True
+            again when the engine finds ``state.lists_version`` moved, which it checks before and after running the
+            handlers of any event (handlers are where the lists change during a run). The Trainer's per-batch loop
+            skips events set False: the call would do nothing.
     """
 
     def __init__(self, state: State, logger: Logger | None = None, instrument: Instrument | None = None) -> None:
@@ -177,20 +169,16 @@ class Engine:
             logger = Logger(state)
         self.state = state
         self.logger = logger
-        # The State keeps these two list objects for its lifetime (assigning replaces their contents), so they are
-        # read once here instead of through its properties at every event.
-        self._algorithms = state.algorithms
-        self._callbacks = state.callbacks
         self.traces: Traces = {}
+        # The one cache: each event's plan, and the bound match/apply of each algorithm they share. Both hold while
+        # state.lists_version equals _version, and are dropped together when it moves.
         self._plans: dict[Event, _Plan] = {}
         self._bound: dict[int, tuple[Algorithm, _Bound, _Bound]] = {}
+        self._version = -1
         self._closed = False
-        # listening[event] is False once the event ran and found nobody to call; it turns True again whenever the
-        # algorithms or callbacks change. A loop may skip run_event where it is False: the call would do nothing.
+        # listening[event] is False once the event ran and found nobody to call, until the cache is dropped. A loop
+        # may skip run_event where it is False: the call would do nothing.
         self.listening: dict[Event, bool] = dict.fromkeys(Event, True)
-        for watched in (self._algorithms, self._callbacks):
-            if isinstance(watched, WatchedList):
-                watched.watchers.append(self._lists_changed)
         self._instrument = instrument
         if instrument is not None:
             # Decided once: an Engine without an instrument keeps the plain run_event, with no check per call.
@@ -217,45 +205,43 @@ class Engine:
         """
         if type(event) is not Event:
             event = Event(event)
-        algorithms, callbacks = self._algorithms, self._callbacks
+        state = self.state
+        if state.lists_version != self._version:
+            self._drop_cache()
         plan = self._plans.get(event)
-        # Reuse the plan while both lists hold the very objects it was made for (inlined: this runs at every event).
-        if (
-            plan is None
-            or (
-                (plan.algorithms or algorithms)
-                and not (
-                    len(plan.algorithms) == len(algorithms) and all(map(operator.is_, plan.algorithms, algorithms))
-                )
-            )
-            or (
-                (plan.callbacks or callbacks)
-                and not (len(plan.callbacks) == len(callbacks) and all(map(operator.is_, plan.callbacks, callbacks)))
-            )
-        ):
-            plan = self._make_plan(event, algorithms, callbacks)
-            self._plans[event] = plan
+        if plan is None:
+            plan = self._plans[event] = self._make_plan(event)
         if not plan.ordered and not plan.calls:
             self.listening[event] = False
             return {}
-        state, logger = self.state, self.logger
+        logger = self.logger
         traces: Traces = {}
-        if plan.ordered and event is not Event.INIT:
-            traces = self._run_algorithms(plan, event, state, logger)
-        for call in plan.calls:  # inline, not a method: this runs at every event that someone handles
-            try:
-                call(state, logger)
-            except Exception as e:
-                e.add_note(f"Raised by callback {type(_owner(call)).__name__} at Event.{event.name}.")
-                raise
-        if event is Event.INIT:  # at INIT the callbacks run first, so that loggers exist before algorithms log
-            traces = self._run_algorithms(plan, event, state, logger)
+        try:
+            if plan.ordered and event is not Event.INIT:
+                traces = self._run_algorithms(plan, event, state, logger)
+            for call in plan.calls:  # inline, not a method: this runs at every event that someone handles
+                try:
+                    call(state, logger)
+                except Exception as e:
+                    e.add_note(f"Raised by callback {type(_owner(call)).__name__} at Event.{event.name}.")
+                    raise
+            if event is Event.INIT:  # at INIT the callbacks run first, so that loggers exist before algorithms log
+                traces = self._run_algorithms(plan, event, state, logger)
+        finally:
+            # A handler that changed the lists may have given a quiet event someone to call: a loop that skips quiet
+            # events must hear of it before the next event, so the cache is dropped now rather than at that event.
+            if state.lists_version != self._version:
+                self._drop_cache()
         return traces
 
-    def _lists_changed(self) -> None:
+    def _drop_cache(self) -> None:
+        self._plans.clear()
+        self._bound.clear()
+        self._version = self.state.lists_version
         # Until each event runs again and finds out, assume someone handles it.
-        for event in self.listening:
-            self.listening[event] = True
+        listening = self.listening
+        for event in listening:
+            listening[event] = True
 
     def _run_algorithms(self, plan: _Plan, event: Event, state: State, logger: Logger) -> Traces:
         traces: Traces = {}
@@ -273,7 +259,8 @@ class Engine:
             self.traces.update(traces)
         return traces
 
-    def _make_plan(self, event: Event, algorithms: Sequence[Algorithm], callbacks: Sequence[Callback]) -> _Plan:
+    def _make_plan(self, event: Event) -> _Plan:
+        algorithms, callbacks = self.state.algorithms, self.state.callbacks
         names = _instance_names(algorithms)
         instrument = self._instrument
         ordered: list[tuple[str, _Bound, _Bound]] = []
@@ -294,10 +281,11 @@ class Engine:
             else:
                 continue
             calls.append(call if instrument is None else instrument(f"callback/{cls.__name__}/{event.name}", call))
-        return _Plan(tuple(algorithms), tuple(callbacks), ordered, calls)
+        return _Plan(ordered, calls)
 
     def _bind_algorithm(self, algorithm: Algorithm) -> tuple[Algorithm, _Bound, _Bound]:
-        # Signatures are inspected once per algorithm object (kept alive here, so ids stay unique).
+        # Signatures are inspected once per algorithm object while the cache holds (kept alive here, so ids stay
+        # unique).
         bound = self._bound.get(id(algorithm))
         if bound is None or bound[0] is not algorithm:
             bound = (

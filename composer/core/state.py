@@ -15,7 +15,7 @@ from composer.core.metric_names import EvalMetrics
 from composer.core.precision import Precision
 from composer.core.serializable import Serializable
 from composer.core.time import Time, Timer, Timestamp, TimeUnit
-from composer.core.watched_list import WatchedList
+from composer.core.versioned_list import VersionedList
 
 if TYPE_CHECKING:
     from composer.core.algorithm import Algorithm
@@ -126,9 +126,9 @@ class State(Serializable):
         self._precision = Precision(precision)
         self._optimizers: list[torch.optim.Optimizer] = _as_list(optimizers)
         self._schedulers: list[Any] = _as_list(schedulers)
-        # Watched: the engine re-plans its dispatch when either list changes.
-        self._algorithms: WatchedList[Algorithm] = WatchedList(algorithms)
-        self._callbacks: WatchedList[Callback] = WatchedList(callbacks)
+        # Versioned: the engine re-plans its dispatch when lists_version moves.
+        self._algorithms: VersionedList[Algorithm] = VersionedList(algorithms)
+        self._callbacks: VersionedList[Callback] = VersionedList(callbacks)
         self.device = torch.device(device) if device is not None else torch.device("cpu")
         self.rng = torch.Generator()
         self.rng.manual_seed(self.seed)
@@ -366,6 +366,15 @@ class State(Serializable):
     @callbacks.setter
     def callbacks(self, value: Sequence[Callback]) -> None:
         self._callbacks[:] = list(value)
+
+    @property
+    def lists_version(self) -> int:
+        """A count that goes up whenever :attr:`algorithms` or :attr:`callbacks` change, in place or by assignment.
+
+        The :class:`~composer.core.engine.Engine` keeps what it worked out about who handles each event while this
+        count stays the same.
+        """
+        return self._algorithms.version + self._callbacks.version
 
     @property
     def precision(self) -> Precision:

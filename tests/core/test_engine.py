@@ -268,13 +268,36 @@ def test_listening_turns_false_for_unhandled_events_and_true_again_when_the_list
     engine.run_event(Event.BATCH_START)
     engine.run_event(Event.AFTER_LOSS)
     assert engine.listening[Event.BATCH_START] is False and engine.listening[Event.AFTER_LOSS] is False
+    version = state.lists_version
     state.callbacks.append(EventRecorder())
+    assert state.lists_version > version
+    engine.run_event(Event.EPOCH_START)  # any event the loop does not skip: the engine sees the version move
     assert engine.listening[Event.BATCH_START] is True and engine.listening[Event.AFTER_LOSS] is True
     engine.run_event(Event.BATCH_START)
     assert engine.listening[Event.BATCH_START] is True  # the recorder handles it
     state.callbacks = []
     engine.run_event(Event.BATCH_START)
     assert engine.listening[Event.BATCH_START] is False
+
+
+def test_a_handler_that_changes_the_lists_wakes_every_quiet_event_before_the_next_one():
+    # Mid-run, lists change inside handlers; the loop skips quiet events without calling the engine, so it must hear
+    # of the change as soon as the handler's event returns.
+    log = []
+    state = make_state()
+
+    class AddAnAlgorithm(Callback):
+        def batch_end(self, state, logger):
+            state.algorithms.append(Recording("late", log))
+
+    state.callbacks = [AddAnAlgorithm()]
+    engine = Engine(state)
+    engine.run_event(Event.BEFORE_FORWARD)
+    assert engine.listening[Event.BEFORE_FORWARD] is False
+    engine.run_event(Event.BATCH_END)
+    assert engine.listening[Event.BEFORE_FORWARD] is True
+    engine.run_event(Event.BEFORE_FORWARD)
+    assert log == [("late", Event.BEFORE_FORWARD)]
 
 
 def test_events_hash_by_identity_and_survive_pickling():

@@ -71,6 +71,23 @@ def test_lists_keep_identity_on_assignment():
     assert state.algorithms is algorithms and len(algorithms) == 1
 
 
+def test_lists_version_moves_on_every_change_to_either_list():
+    state = make_state()
+    versions = [state.lists_version]
+    for change in (
+        lambda: state.algorithms.append(object()),
+        lambda: state.callbacks.append(object()),
+        lambda: setattr(state, "algorithms", []),
+        lambda: setattr(state, "callbacks", [object()]),
+        lambda: state.callbacks.pop(),
+    ):
+        change()
+        versions.append(state.lists_version)
+    assert versions == sorted(set(versions))  # strictly growing
+    _ = list(state.algorithms), len(state.callbacks)
+    assert state.lists_version == versions[-1]  # reading changes nothing
+
+
 def test_batch_views():
     state = make_state()
     state.batch = (torch.zeros(2), torch.ones(2))

@@ -3,7 +3,7 @@ import pickle
 
 import pytest
 
-from composer.core.watched_list import WatchedList
+from composer.core.versioned_list import VersionedList
 
 
 @pytest.mark.parametrize(
@@ -24,24 +24,32 @@ from composer.core.watched_list import WatchedList
         (lambda xs: xs.__imul__(2), [1, 2, 3, 1, 2, 3]),
     ],
 )
-def test_every_change_notifies_once_after_the_change(change, expected):
-    items = WatchedList([1, 2, 3])
-    seen = []
-    items.watchers.append(lambda: seen.append(list(items)))
+def test_every_change_counts_once(change, expected):
+    items = VersionedList([1, 2, 3])
+    assert items.version == 0
     change(items)
     assert items == expected
-    assert seen == [expected]  # the watcher ran once, and saw the new contents
+    assert items.version == 1
 
 
-def test_reading_does_not_notify_and_behaves_as_a_list():
-    items = WatchedList([3, 1, 2])
-    items.watchers.append(lambda: pytest.fail("a read notified"))
+def test_a_failed_change_does_not_count():
+    items = VersionedList([1, 2])
+    with pytest.raises(ValueError):
+        items.remove(3)
+    with pytest.raises(IndexError):
+        items.pop(5)
+    assert items.version == 0
+
+
+def test_reading_does_not_count_and_behaves_as_a_list():
+    items = VersionedList([3, 1, 2])
     assert len(items) == 3 and items[0] == 3 and list(items) == [3, 1, 2] and 2 in items
     assert sorted(items) == [1, 2, 3] and items[1:] == [1, 2]
+    assert items.version == 0
 
 
-def test_copies_and_pickles_keep_the_items_not_the_watchers():
-    items = WatchedList([1, 2])
-    items.watchers.append(lambda: None)
+def test_copies_and_pickles_keep_the_items_and_start_counting_again():
+    items = VersionedList([1, 2])
+    items.append(3)
     for clone in (copy.copy(items), copy.deepcopy(items), pickle.loads(pickle.dumps(items))):
-        assert isinstance(clone, WatchedList) and clone == [1, 2] and clone.watchers == []
+        assert isinstance(clone, VersionedList) and clone == [1, 2, 3] and clone.version == 0
