@@ -1,7 +1,7 @@
 """Speed-up methods as Algorithms (two-way callbacks); each is also a plain function in composer.functional.
 
-``ALGORITHMS`` maps each method's registry name to its class; ``ALGORITHM_CLASS_NAMES`` maps it to the class's name
-without importing anything. ``import composer.algorithms`` is cheap: each class is imported when first used, so
+``ALGORITHMS`` maps each method's registry name to its class, ``ALGORITHM_HPARAMS`` to its config class (the class's
+name plus ``Hparams``), and ``ALGORITHM_CLASS_NAMES`` to the class's name without importing anything. ``import composer.algorithms`` is cheap: each class is imported when first used, so
 that the ``composer`` command can check a recipe's list of methods (:mod:`composer.algorithms.composition`) before
 it imports torch.
 
@@ -48,10 +48,12 @@ if TYPE_CHECKING:
     from composer.algorithms.swa import SWA, SWAHparams
     from composer.algorithms.weight_standardization import WeightStandardization, WeightStandardizationHparams
     from composer.core.algorithm import Algorithm
+    from composer.core.hparams import Hparams
 
 __all__ = [
     "ALGORITHMS",
     "ALGORITHM_CLASS_NAMES",
+    "ALGORITHM_HPARAMS",
     "EMA",
     "SAM",
     "SWA",
@@ -215,9 +217,10 @@ _lazy_getattr, __dir__ = lazy_attributes(__name__, _LAZY, globals())
 
 
 def __getattr__(name: str) -> Any:
-    if name == "ALGORITHMS":
-        registry = {key: _lazy_getattr(cls) for key, cls in ALGORITHM_CLASS_NAMES.items()}
-        globals()["ALGORITHMS"] = registry
+    suffix = {"ALGORITHMS": "", "ALGORITHM_HPARAMS": "Hparams"}.get(name)
+    if suffix is not None:
+        registry = {key: _lazy_getattr(cls + suffix) for key, cls in ALGORITHM_CLASS_NAMES.items()}
+        globals()[name] = registry
         return registry
     return _lazy_getattr(name)
 
@@ -226,3 +229,5 @@ if TYPE_CHECKING:
     ALGORITHMS: dict[str, type[Algorithm]]
     """The algorithm registry: each name a recipe's ``algorithms:`` may use, mapped to its class (imported on first
     access)."""
+    ALGORITHM_HPARAMS: dict[str, type[Hparams]]
+    """Each name of :data:`ALGORITHMS` mapped to its config class (imported on first access)."""

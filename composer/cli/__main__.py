@@ -5,6 +5,10 @@ range, missing or malformed data, a model that does not fit its data) print one 
 with status 2, without a traceback: one line for one problem, or a first line with the count and one line per problem,
 each named by its recipe key. argparse reports malformed command lines the same way.
 
+``composer --import MODULE ...`` (repeatable) imports ``MODULE`` before the subcommand runs, from the current
+directory or the path: a module of yours that calls :func:`composer.config.register`, so that a recipe can name your
+classes. A recipe never imports anything itself.
+
 Exit status: 0 on success; 2 for a mistake in the command line or the recipe; 75 (``EX_TEMPFAIL``: run the same
 command again) when a SIGTERM or SIGINT stopped training: the Trainer finished the batch, saved a checkpoint (with
 ``save_folder``; the message names it) and raised :class:`~composer.trainer.preemption.Preempted`; 130 for another
@@ -22,7 +26,7 @@ from collections.abc import Sequence
 from composer.cli import launch
 from composer.config import ConfigError
 
-__all__ = ["PREEMPTED", "build_parser", "main"]
+__all__ = ["PREEMPTED", "build_parser", "import_modules", "main"]
 
 PREEMPTED = 75
 """The exit status of a run stopped by SIGTERM or SIGINT, its checkpoint saved (``EX_TEMPFAIL``: try again)."""
@@ -49,6 +53,14 @@ def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentPars
     parser = argparse.ArgumentParser(
         prog="composer", description="Train from YAML recipes, and measure which recipe reaches your accuracy fastest."
     )
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first (repeatable): a module that registers your classes with composer.config.register",
+    )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(_COMMANDS) + "}")
     for name in commands or _COMMANDS:
         importlib.import_module(f"composer.cli.{_COMMANDS[name]}").add_parser(subparsers)
@@ -65,6 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = launch.route(sys.argv[1:] if argv is None else argv)
     args = build_parser(["launch"] if argv[:1] == ["launch"] else None).parse_args(argv)
     try:
+        import_modules(args.imports)
         code: int = args.run(args)
     except ConfigError as error:
         print(f"composer {args.command}: error: {error}", file=sys.stderr)
@@ -81,6 +94,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"composer {args.command}: interrupted", file=sys.stderr)
         return 130
     return code
+
+
+def import_modules(modules: Sequence[str]) -> None:
+    """Imports each module of ``--import``, the current directory first on the path as for ``python -m``.
+
+    Raises:
+        ConfigError: At ``--import MODULE``, for a module that cannot be found.
+    """
+    if modules and "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as error:
+            if error.name is None or not (module == error.name or module.startswith(f"{error.name}.")):
+                raise  # the module was found, and something it imports is missing: its own traceback says what
+            raise ConfigError(
+                f"--import {module}",
+                f"no module named {error.name!r} in the current directory or on the path; give a module's dotted "
+                "name (my_methods, not my_methods.py), run from its folder, or add its folder to PYTHONPATH.",
+            ) from None
 
 
 def _preempted(error: BaseException) -> bool:

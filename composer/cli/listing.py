@@ -1,8 +1,11 @@
-"""``composer list [KIND]``: every registered algorithm, model, dataset, optimizer, scheduler, callback and logger.
+"""``composer list [KIND [NAME]]``: what recipes can name, and the fields of one entry.
 
-The listing is read from the registry manifest (:mod:`composer.config.manifest`, generated from
-:data:`composer.config.REGISTRIES`), one line each: the name a recipe uses and the first line of the class's
-docstring. Reading the manifest imports no torch, so the listing appears at once.
+``composer list`` prints every registered algorithm, model, dataset, optimizer, scheduler, callback and logger, one
+line each: the name a recipe uses and the first line of the class's docstring; ``composer list KIND ...`` only those
+kinds; ``composer list KIND NAME`` (``composer list datasets image_folder``) each field of that entry: its type, its
+default (or ``required``) and its doc. Everything comes from the view of the registries generated from their sources
+(:mod:`composer.config.manifest`), which imports no torch, so the listing appears at once; classes from installed
+plugins are listed with the built-in ones, and those of ``composer --import MODULE list`` too.
 """
 
 from __future__ import annotations
@@ -10,10 +13,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from composer.config.config_error import ConfigError
+from composer.config.config_error import ConfigError, suggest
+from composer.config.kinds import KINDS
 from composer.config.manifest import load_manifest
 
-__all__ = ["add_parser", "describe", "format_listing"]
+__all__ = ["add_parser", "describe", "format_entry", "format_listing"]
 
 
 def describe(kind: str, name: str) -> str:
@@ -46,17 +50,64 @@ def format_listing(kinds: list[str] | None = None) -> str:
     return "\n".join(lines).rstrip("\n")
 
 
+def format_entry(kind: str, name: str) -> str:
+    """Each field of one entry: its name, type, default (``required`` when a recipe must give it) and doc.
+
+    Example:
+        >>> print(format_entry("datasets", "cifar10"))
+        datasets.cifar10: CIFAR10Hparams (composer.config.datasets)
+          CIFAR-10 from the standard archive at your path (cifar_dataloader).
+        <BLANKLINE>
+          field        type  default   doc
+          path         str   required  cifar-10-python.tar.gz, the cifar-10-batches-py folder, or a folder holding either.
+          num_workers  int   0         DataLoader worker processes. Default = 0.
+    """
+    entries = load_manifest()[kind]
+    if name not in entries:
+        raise ConfigError(
+            f"list {kind} {name}",
+            f"unknown {KINDS[kind].noun} {name!r}.{suggest(name, entries)} The valid names are {sorted(entries)}.",
+        )
+    entry = entries[name]
+    built = f"{entry['class']} (config {entry['config']}, {entry['config_module']})"
+    if entry["class"] == entry["config"]:
+        built = f"{entry['config']} ({entry['config_module']})"
+    lines = [f"{kind}.{name}: {built}", f"  {entry['summary']}", ""]
+    if entry["fields"] is None:
+        return "\n".join([*lines, "  (its fields could not be read from its source)"])
+    if not entry["fields"]:
+        return "\n".join([*lines, "  (no fields)"])
+    rows = [("field", "type", "default", "doc")]
+    for field, info in entry["fields"].items():
+        default = "required" if info["required"] else info["default"]
+        rows.append((field, info["type"] or "-", default, info["doc"]))
+    widths = [max(len(row[column]) for row in rows) for column in range(3)]
+    lines += [
+        f"  {row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:<{widths[2]}}  {row[3]}".rstrip() for row in rows
+    ]
+    return "\n".join(lines)
+
+
 def _run(args: argparse.Namespace) -> int:
-    kinds = list(load_manifest())
-    unknown = [kind for kind in args.kinds if kind not in kinds]
+    kinds = list(KINDS)
+    names = args.kinds
+    if len(names) == 2 and names[0] in kinds and names[1] not in kinds:
+        print(format_entry(names[0], names[1]))
+        return 0
+    unknown = [kind for kind in names if kind not in kinds]
     if unknown:
-        raise ConfigError("list", f"unknown kind(s) {unknown}; choose from {kinds}.")
-    print(format_listing(args.kinds or None))
+        raise ConfigError("list", f"unknown kind(s) {unknown}; choose from {kinds} (or KIND NAME for one entry).")
+    print(format_listing(names or None))
     return 0
 
 
 def add_parser(subparsers: Any) -> None:
     """Adds ``composer list`` to the command line's subcommands."""
     parser = subparsers.add_parser("list", help="list what recipes can name", description=__doc__)
-    parser.add_argument("kinds", nargs="*", metavar="KIND", help=f"any of {list(load_manifest())} (default: all)")
+    parser.add_argument(
+        "kinds",
+        nargs="*",
+        metavar="KIND [NAME]",
+        help=f"any of {list(KINDS)} (default: all); KIND NAME prints the fields of one entry",
+    )
     parser.set_defaults(run=_run)

@@ -1,4 +1,5 @@
-"""Run configuration: TrainerHparams, the registries recipes name things by, and YAML recipes with overrides.
+"""Run configuration: TrainerHparams, the registries recipes name things by (and :func:`register` for your own
+classes), and YAML recipes with overrides.
 
 The names below are imported when first used, so that ``from composer.config import ConfigError`` (which the
 ``composer`` command needs before it knows what to run) does not import the models and their dependencies.
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from composer.config.datasets import DatasetHparams
     from composer.config.models import ModelHparams
     from composer.config.recipe import load_config, load_recipe, to_yaml
-    from composer.config.registry import ALGORITHM_HPARAMS, DATASETS, MODELS, REGISTRIES
+    from composer.config.registry import ALGORITHM_HPARAMS, DATASETS, MODELS, REGISTRIES, register
     from composer.config.trainer_hparams import TrainerHparams
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "TrainerHparams",
     "load_config",
     "load_recipe",
+    "register",
     "to_yaml",
 ]
 
@@ -42,6 +44,7 @@ _LAZY = {
     "DATASETS": "composer.config.registry",
     "MODELS": "composer.config.registry",
     "REGISTRIES": "composer.config.registry",
+    "register": "composer.config.registry",
     "DatasetHparams": "composer.config.datasets",
     "ModelHparams": "composer.config.models",
     "TrainerHparams": "composer.config.trainer_hparams",

@@ -27,6 +27,7 @@ from composer.core.data_spec import DataSpec
 from composer.core.hparams import Hparams, hparams
 
 __all__ = [
+    "DATASETS",
     "CIFAR10Hparams",
     "CIFAR100Hparams",
     "DatasetHparams",
@@ -472,3 +473,17 @@ def _byte_stand_in(config: Any, num_samples: int) -> DatasetHparams:
         mlm_probability=config.mlm_probability,
         mask_token_id=config.mask_token_id,
     )
+
+
+DATASETS: dict[str, type[DatasetHparams]] = {
+    "digits": DigitsHparams,
+    "synthetic_classification": SyntheticClassificationHparams,
+    "synthetic_tokens": SyntheticTokensHparams,
+    "cifar10": CIFAR10Hparams,
+    "cifar100": CIFAR100Hparams,
+    "image_folder": ImageFolderHparams,
+    "python_docs": PythonDocsHparams,
+    "text_files": TextFilesHparams,
+}
+"""The dataset registry: each name a recipe's ``train_dataset:`` and ``eval_dataset:`` may use, mapped to its config
+class."""

@@ -21,6 +21,7 @@ from composer.core.hparams import Hparams, hparams
 from composer.models.base import ComposerModel
 
 __all__ = [
+    "MODELS",
     "CIFARResNetHparams",
     "GPTHparams",
     "HuggingFaceHparams",
@@ -318,3 +319,14 @@ class HuggingFaceHparams(ModelHparams):
         if self.pretrained is not None:
             return transformers.AutoConfig.from_pretrained(self.pretrained, **self.config)
         return transformers.AutoConfig.for_model(self.model_type, **self.config)
+
+
+MODELS: dict[str, type[ModelHparams]] = {
+    "mlp": MLPHparams,
+    "simple_cnn": SimpleCNNHparams,
+    "cifar_resnet": CIFARResNetHparams,
+    "imagenet_resnet": ImageNetResNetHparams,
+    "gpt": GPTHparams,
+    "huggingface": HuggingFaceHparams,
+}
+"""The model registry: each name a recipe's ``model:`` may use, mapped to its config class."""

@@ -222,9 +222,11 @@ def load_recipe(path: str | os.PathLike[str] | None, overrides: Sequence[str] = 
     schema = schema_problems(config)  # keys, names and top-level types, also before torch
     if schema:
         raise ConfigError.combine([*problems, *schema])
+    from composer.config.registry import load_entry_points
     from composer.config.trainer_hparams import TrainerHparams
 
     try:
+        load_entry_points()  # the installed plugins' classes, which the recipe may name
         recipe = TrainerHparams.from_dict(config)
     except ConfigError as error:
         raise ConfigError.combine([*problems, error]) from None

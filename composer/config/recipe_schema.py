@@ -1,8 +1,8 @@
-"""The first check of a recipe, made without torch: its keys, names and top-level types, against the manifest.
+"""The first check of a recipe, made without torch: its keys, names and top-level types, against the registry view.
 
 Building :class:`~composer.config.TrainerHparams` imports the registries and with them torch (seconds), so a recipe
-is checked in two steps. :func:`schema_problems` reads only the registry manifest (:mod:`composer.config.manifest`)
-and finds, within a fraction of a second:
+is checked in two steps. :func:`schema_problems` reads only the view of the registries generated from their sources
+(:mod:`composer.config.manifest`) and finds, within a fraction of a second:
 
 * unknown top-level keys and missing required ones;
 * a ``model``, dataset, optimizer, algorithm, scheduler, callback or logger that no registry holds, and malformed
@@ -86,12 +86,13 @@ def _problems(config: Mapping[str, Any]) -> list[ConfigError]:
     for name, value in values.items():
         annotation = fields[name]["annotation"]
         if annotation is not None and not _has_type(annotation, value):
-            numeric = fields[name]["numeric"] and isinstance(value, bool)
+            words = [_WORDS.get(member.strip(), member.strip()) for member in annotation.split("|")]
+            numeric = isinstance(value, bool) and any(word in ("int", "float") for word in words)
             note = " (a bool is not a number here)" if numeric else ""
             problems.append(
                 ConfigError(
                     name,
-                    f"received {value!r} ({type(value).__name__}); expected {fields[name]['expected']}{note}. "
+                    f"received {value!r} ({type(value).__name__}); expected {' or '.join(words)}{note}. "
                     f"Set {name}: {fields[name]['example']}.",
                 )
             )
@@ -102,6 +103,10 @@ def _problems(config: Mapping[str, Any]) -> list[ConfigError]:
         return order.index(key) if key in order else 0
 
     return sorted(problems, key=top)
+
+
+# A type as written in the class -> the word a type error uses for it (others are written as they are).
+_WORDS = {"StrictInt": "int", "StrictStr": "str", "StrictFloat": "float", "StrictBool": "bool", "None": "null"}
 
 
 def check_registered(path: str, name: Any, registry: Mapping[str, Any], noun: str) -> None:
@@ -121,9 +126,9 @@ def _check_entry(path: str, name: Any, fields: Any, registry: Mapping[str, Any],
     """Raises the ConfigError that building ``registry[name]`` from ``fields`` would, if it is about names or keys."""
     check_registered(path, name, registry, noun)
     entry = registry[name]
-    valid = list(entry["fields"])
-    if fields is None:
+    if fields is None or entry["fields"] is None:  # None: its source could not be read; the full check knows
         return
+    valid = list(entry["fields"])
     if not isinstance(fields, Mapping):
         raise ConfigError(
             path,

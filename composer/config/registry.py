@@ -1,138 +1,181 @@
-"""The registries a recipe names things by: literal dicts from YAML key to config class.
+"""The registries a recipe names things by, gathered by kind, and how your own classes join them.
 
-Algorithms, models and datasets are listed here; optimizers, schedulers, callbacks and loggers keep their registries
-next to their classes and are gathered into :data:`REGISTRIES`, which ``composer list`` prints.
+Each kind's registry is a literal dict next to its classes (:data:`~composer.config.kinds.KINDS` says where);
+:data:`REGISTRIES` holds those same dicts, by kind. Your own algorithm, callback, logger, model, dataset, optimizer or
+scheduler joins them in one of three ways, and a recipe then names it like a built-in:
+
+* in Python, :func:`register` (``register("algorithms", "my_method", MyMethod)``);
+* from an installed package, an entry point in the group ``opencomposer.<kind>`` (``my_method =
+  my_package.methods:MyMethod``), registered when a recipe is loaded (:func:`load_entry_points`);
+* on the command line, ``composer --import my_module train ...`` imports a module that calls :func:`register`.
+
+A recipe itself never imports anything: a name it gives is looked up in the registries and nowhere else.
 
 Example:
     >>> sorted(REGISTRIES)
     ['algorithms', 'callbacks', 'datasets', 'loggers', 'models', 'optimizers', 'schedulers']
-    >>> MODELS["simple_cnn"].__name__
+    >>> REGISTRIES["models"]["simple_cnn"].__name__
     'SimpleCNNHparams'
 """
 
 from __future__ import annotations
 
-from composer.algorithms import (
-    AlibiHparams,
-    AugMixHparams,
-    BlurPoolHparams,
-    ChannelsLastHparams,
-    ColOutHparams,
-    CutMixHparams,
-    CutOutHparams,
-    EMAHparams,
-    FactorizeHparams,
-    GatedLinearUnitsHparams,
-    GhostBatchNormHparams,
-    GradientClippingHparams,
-    GyroDropoutHparams,
-    LabelSmoothingHparams,
-    LayerFreezingHparams,
-    LowPrecisionGroupNormHparams,
-    LowPrecisionLayerNormHparams,
-    MixUpHparams,
-    NoOpModelHparams,
-    ProgressiveResizingHparams,
-    RandAugmentHparams,
-    SAMHparams,
-    ScaleScheduleHparams,
-    SelectiveBackpropHparams,
-    SeqLengthWarmupHparams,
-    SqueezeExciteHparams,
-    StochasticDepthHparams,
-    SWAHparams,
-    WeightStandardizationHparams,
-)
+import importlib
+import inspect
+import re
+import typing
+from typing import Any
+
+from composer.algorithms import ALGORITHM_HPARAMS
 from composer.callbacks import CALLBACK_HPARAMS
-from composer.config.datasets import (
-    CIFAR10Hparams,
-    CIFAR100Hparams,
-    DatasetHparams,
-    DigitsHparams,
-    ImageFolderHparams,
-    PythonDocsHparams,
-    SyntheticClassificationHparams,
-    SyntheticTokensHparams,
-    TextFilesHparams,
-)
-from composer.config.models import (
-    CIFARResNetHparams,
-    GPTHparams,
-    HuggingFaceHparams,
-    ImageNetResNetHparams,
-    MLPHparams,
-    ModelHparams,
-    SimpleCNNHparams,
-)
-from composer.core.hparams import Hparams
+from composer.config.config_error import ConfigError, suggest
+from composer.config.datasets import DATASETS
+from composer.config.kinds import KINDS, EntryPoint, installed_entry_points
+from composer.config.models import MODELS
+from composer.core.hparams import Hparams, hparams
 from composer.loggers import LOGGER_HPARAMS
 from composer.optim.optimizer_hparams import OPTIMIZERS
 from composer.optim.scheduler import SCHEDULERS
 
-__all__ = ["ALGORITHM_HPARAMS", "DATASETS", "MODELS", "REGISTRIES"]
+__all__ = ["ALGORITHM_HPARAMS", "DATASETS", "MODELS", "REGISTRIES", "load_entry_points", "register"]
 
-ALGORITHM_HPARAMS: dict[str, type[Hparams]] = {
-    "alibi": AlibiHparams,
-    "augmix": AugMixHparams,
-    "blurpool": BlurPoolHparams,
-    "channels_last": ChannelsLastHparams,
-    "colout": ColOutHparams,
-    "cutmix": CutMixHparams,
-    "cutout": CutOutHparams,
-    "ema": EMAHparams,
-    "factorize": FactorizeHparams,
-    "gated_linear_units": GatedLinearUnitsHparams,
-    "ghost_batchnorm": GhostBatchNormHparams,
-    "gradient_clipping": GradientClippingHparams,
-    "gyro_dropout": GyroDropoutHparams,
-    "label_smoothing": LabelSmoothingHparams,
-    "layer_freezing": LayerFreezingHparams,
-    "low_precision_groupnorm": LowPrecisionGroupNormHparams,
-    "low_precision_layernorm": LowPrecisionLayerNormHparams,
-    "mixup": MixUpHparams,
-    "no_op_model": NoOpModelHparams,
-    "progressive_resizing": ProgressiveResizingHparams,
-    "randaugment": RandAugmentHparams,
-    "sam": SAMHparams,
-    "scale_schedule": ScaleScheduleHparams,
-    "selective_backprop": SelectiveBackpropHparams,
-    "seq_length_warmup": SeqLengthWarmupHparams,
-    "squeeze_excite": SqueezeExciteHparams,
-    "stochastic_depth": StochasticDepthHparams,
-    "swa": SWAHparams,
-    "weight_standardization": WeightStandardizationHparams,
-}
-"""YAML key -> algorithm config class (the same keys as :data:`composer.algorithms.ALGORITHMS`)."""
-
-MODELS: dict[str, type[ModelHparams]] = {
-    "mlp": MLPHparams,
-    "simple_cnn": SimpleCNNHparams,
-    "cifar_resnet": CIFARResNetHparams,
-    "imagenet_resnet": ImageNetResNetHparams,
-    "gpt": GPTHparams,
-    "huggingface": HuggingFaceHparams,
-}
-"""YAML key -> model config class."""
-
-DATASETS: dict[str, type[DatasetHparams]] = {
-    "digits": DigitsHparams,
-    "synthetic_classification": SyntheticClassificationHparams,
-    "synthetic_tokens": SyntheticTokensHparams,
-    "cifar10": CIFAR10Hparams,
-    "cifar100": CIFAR100Hparams,
-    "image_folder": ImageFolderHparams,
-    "python_docs": PythonDocsHparams,
-    "text_files": TextFilesHparams,
-}
-"""YAML key -> dataset config class."""
-
-REGISTRIES: dict[str, dict[str, type[Hparams]]] = {
+REGISTRIES: dict[str, dict[str, Any]] = {
     "algorithms": ALGORITHM_HPARAMS,
-    "models": dict(MODELS),
-    "datasets": dict(DATASETS),
-    "optimizers": dict(OPTIMIZERS),
-    "schedulers": dict(SCHEDULERS),
+    "models": MODELS,
+    "datasets": DATASETS,
+    "optimizers": OPTIMIZERS,
+    "schedulers": SCHEDULERS,
     "callbacks": CALLBACK_HPARAMS,
     "loggers": LOGGER_HPARAMS,
 }
-"""Kind -> registry, for ``composer list`` and for error messages."""
+"""Kind -> its registry (the dict next to its classes, not a copy): registry name -> config class."""
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def register(kind: str, name: str, cls: type) -> type[Hparams]:
+    """Adds ``cls`` to the registry of ``kind`` under ``name``, so that a recipe can name it.
+
+    Args:
+        kind: One of :data:`REGISTRIES` (``"algorithms"``, ``"callbacks"``, ...).
+        name: The name a recipe will use: letters, digits and underscores, not a built-in name.
+        cls: A config class of the kind (an :class:`~composer.core.hparams.Hparams` subclass, for models a
+            :class:`~composer.config.ModelHparams`, ...), or for algorithms, callbacks and loggers the class itself (an
+            :class:`~composer.core.algorithm.Algorithm`, :class:`~composer.core.callback.Callback` or
+            :class:`~composer.core.logging.logger.LoggerDestination`): its config is derived from its constructor.
+
+    Returns:
+        The config class registered.
+
+    Raises:
+        ValueError: For an unknown kind, a malformed name, or a name that a built-in (or another class) holds.
+        TypeError: When ``cls`` is not a class of the kind, saying what it must subclass.
+    """
+    spec = KINDS.get(kind)
+    if spec is None:
+        raise ValueError(f"register: unknown kind {kind!r}.{suggest(str(kind), KINDS)} The kinds are {list(KINDS)}.")
+    registry = REGISTRIES[kind]
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(
+            f"register({kind!r}, {name!r}, ...): a name is letters, digits and underscores, starting with a letter "
+            "(it is a key of a YAML recipe), e.g. 'my_method'."
+        )
+    holder: type[Hparams] | None = registry.get(name)
+    if holder is not None and (holder is cls or getattr(holder, "built_class", None) is cls):
+        return holder  # registered already (an entry point loaded again)
+    config = _config_of(spec.name, name, cls)
+    if holder is not None:
+        origin = "a built-in" if holder.__module__.startswith("composer.") else f"{holder.__module__}.{holder.__name__}"
+        raise ValueError(
+            f"register({kind!r}, {name!r}, {cls.__name__}): {name!r} already names {origin} {spec.noun} "
+            f"({holder.__name__}); choose another name."
+        )
+    registry[name] = config
+    return config
+
+
+def _config_of(kind: str, name: str, cls: Any) -> type[Hparams]:
+    """The config class of ``cls``: itself when it is one of the kind's, else derived from its constructor."""
+    spec = KINDS[kind]
+    config_base = getattr(importlib.import_module(spec.config_base[0]), spec.config_base[1])
+    built_base = getattr(importlib.import_module(spec.built_base[0]), spec.built_base[1]) if spec.built_base else None
+    if isinstance(cls, type) and issubclass(cls, config_base):
+        return cls
+    if built_base is not None and isinstance(cls, type) and issubclass(cls, built_base):
+        return derive_config(cls)
+    given = cls.__name__ if isinstance(cls, type) else repr(cls)
+    wanted = f"a subclass of {config_base.__module__}.{config_base.__name__}"
+    if built_base is not None:
+        wanted = f"a subclass of {built_base.__module__}.{built_base.__name__} or {wanted} (its config)"
+    raise TypeError(
+        f"register({kind!r}, {name!r}, {given}): a registered {spec.noun} must be {wanted}; {given} is not. "
+        f"Subclass {built_base.__name__ if built_base else config_base.__name__} and register that class."
+    )
+
+
+def derive_config(cls: type) -> type[Hparams]:
+    """A config class whose fields are the parameters of ``cls``'s constructor and which builds ``cls``.
+
+    Example:
+        >>> class Scale:
+        ...     '''Scales.
+        ...
+        ...     Args:
+        ...         factor: How much.
+        ...     '''
+        ...     def __init__(self, factor: float = 2.0):
+        ...         self.factor = factor
+        >>> config = derive_config(Scale)
+        >>> config(factor=3).initialize_object().factor
+        3.0
+    """
+    try:
+        hints = typing.get_type_hints(next(vars(k)["__init__"] for k in cls.__mro__ if "__init__" in vars(k)))
+    except Exception:  # an annotation that does not resolve: those fields take any value
+        hints = {}
+    annotations: dict[str, Any] = {}
+    namespace: dict[str, Any] = {"__module__": cls.__module__, "__doc__": cls.__doc__, "built_class": cls}
+    for parameter in inspect.signature(cls).parameters.values():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        annotations[parameter.name] = hints.get(parameter.name, Any)
+        if parameter.default is not parameter.empty:
+            namespace[parameter.name] = parameter.default
+    namespace["__annotations__"] = annotations
+
+    def initialize_object(self: Any) -> Any:
+        return cls(**{key: getattr(self, key) for key in annotations})
+
+    namespace["initialize_object"] = initialize_object
+    return hparams(type(f"{cls.__name__}Hparams", (Hparams,), namespace))
+
+
+def load_entry_points(entry_points: list[EntryPoint] | None = None) -> None:
+    """Registers the ``opencomposer.<kind>`` entry points of the installed packages (imports their modules).
+
+    Raises:
+        ConfigError: At the entry point, for a group that is no kind, a module or class that cannot be loaded, or a
+            class that :func:`register` refuses.
+    """
+    for entry_point in installed_entry_points() if entry_points is None else entry_points:
+        where = f"entry point {entry_point.name} = {entry_point.value} ({entry_point.distribution})"
+        kind = entry_point.group.removeprefix("opencomposer.")
+        if kind not in KINDS:
+            raise ConfigError(
+                where,
+                f"{entry_point.group} is not a group of this library.{suggest(kind, KINDS)} The groups are "
+                f"{[spec.group for spec in KINDS.values()]}; fix the package's entry points.",
+            )
+        module, _, attribute = entry_point.value.split("[", 1)[0].strip().partition(":")
+        try:
+            loaded: Any = importlib.import_module(module)
+            for part in attribute.split(".") if attribute else []:
+                loaded = getattr(loaded, part)
+        except (ImportError, AttributeError) as error:
+            raise ConfigError(
+                where, f"cannot be loaded: {error}. Reinstall the package or fix its entry point."
+            ) from None
+        try:
+            register(kind, entry_point.name, loaded)
+        except (TypeError, ValueError) as error:
+            raise ConfigError(where, str(error)) from None

@@ -1,60 +1,169 @@
-"""The registry manifest (composer/config/manifest.json) agrees with the registries and TrainerHparams it is generated
-from."""
+"""The registry view (composer/config/manifest.py) agrees with the registries it is generated from, and its cache is
+regenerated when a source or the installed entry points change."""
 
 from __future__ import annotations
 
-from composer.config import REGISTRIES
-from composer.config.manifest import (
-    REGENERATE,
-    build_manifest,
-    build_trainer_schema,
-    load_manifest,
-    load_trainer_schema,
-    manifest_differences,
-    trainer_differences,
-)
+import dataclasses
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from composer.config import REGISTRIES, TrainerHparams
+from composer.config.kinds import KINDS
+from composer.config.manifest import build_view, cache_folder, load_manifest, load_trainer_schema
+from composer.config.sources import SourceReader, docstring_args
+
+BUILT = {"algorithms": "ALGORITHMS", "callbacks": "CALLBACKS", "loggers": "LOGGERS"}
 
 
-def test_the_manifest_matches_the_registries():
-    differences = manifest_differences(load_manifest(), build_manifest())
-    differences += trainer_differences(load_trainer_schema(), build_trainer_schema())
-    assert not differences, (
-        f"composer/config/manifest.json is out of date; regenerate it with `{REGENERATE}`. These entries differ:\n"
-        + "\n".join(differences)
-    )
+def _required(field: dataclasses.Field) -> bool:
+    return field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
 
 
-def test_the_manifest_names_every_registered_class_and_its_fields():
+def test_the_view_matches_the_registries():
+    """Every registered class, as imported, against what the view read from its source: a drift in the generator
+    (a field it misreads, a base it does not follow) fails here, entry by entry."""
     manifest = load_manifest()
-    assert list(manifest) == list(REGISTRIES)
+    assert list(manifest) == list(REGISTRIES) == list(KINDS)
     for kind, registry in REGISTRIES.items():
-        assert sorted(manifest[kind]) == sorted(registry)
+        assert sorted(manifest[kind]) == sorted(registry), kind
+        built = getattr(sys.modules[KINDS[kind].module], BUILT[kind], {}) if kind in BUILT else {}
         for name, config in registry.items():
             entry = manifest[kind][name]
-            assert entry["config"] == config.__name__ and entry["config_module"] == config.__module__
-            assert set(entry["fields"]) <= set(config.__dataclass_fields__)  # type: ignore[attr-defined]
+            made = built.get(name, config)
+            where = f"{kind}.{name}"
+            assert (entry["config"], entry["config_module"]) == (config.__name__, config.__module__), where
+            assert (entry["class"], entry["module"]) == (made.__name__, made.__module__), where
+            fields = {field.name: _required(field) for field in dataclasses.fields(config) if field.init}
+            assert {field: info["required"] for field, info in entry["fields"].items()} == fields, where
+            assert list(entry["fields"]) == list(fields), where
+            summary = (made.__doc__ or "").strip().splitlines()[0]
+            assert entry["summary"].split(" ")[0] == summary.split(" ")[0].replace("``", ""), where
+            docs = {**docstring_args(made.__doc__ or ""), **docstring_args(config.__doc__ or "")}
+            assert {field: info["doc"] for field, info in entry["fields"].items()} == {
+                field: docs.get(field, "") for field in fields
+            }, where
 
 
-def test_differences_name_each_entry_and_field():
-    current = build_manifest()
-    written = {kind: dict(entries) for kind, entries in current.items()}
-    del written["algorithms"]["mixup"]
-    written["callbacks"]["lr_monitor"] = {**written["callbacks"]["lr_monitor"], "summary": "old words"}
-    written["models"]["retired"] = {"class": "Retired"}
-    summary = current["callbacks"]["lr_monitor"]["summary"]
-    assert manifest_differences(written, current) == [
-        "algorithms.mixup: in the registry, missing from the manifest",
-        "models.retired: in the manifest, no longer in the registry",
-        f"callbacks.lr_monitor: summary is 'old words' in the manifest, {summary!r} in the registry",
+def test_the_trainer_schema_matches_trainer_hparams():
+    schema = load_trainer_schema()
+    fields = {field.name: _required(field) for field in dataclasses.fields(TrainerHparams)}
+    assert {name: info["required"] for name, info in schema["fields"].items()} == fields
+    assert list(schema["fields"]) == list(fields)
+    assert set(schema["one_of"]) | set(schema["sets"]) <= set(fields)
+
+
+def _plugin(site: Path, body: str, entry_points: str) -> None:
+    (site / "tiny_plugin").mkdir(parents=True, exist_ok=True)
+    (site / "tiny_plugin" / "__init__.py").write_text(textwrap.dedent(body))
+    info = site / "tiny_plugin-0.1.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tiny-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(textwrap.dedent(entry_points))
+
+
+PLUGIN = '''
+from composer.core.algorithm import Algorithm
+
+
+class Shout(Algorithm):
+    """Says something at each event.
+
+    Args:
+        volume: How loud.
+    """
+
+    def __init__(self, volume: int = 3):
+        self.volume = volume
+'''
+
+
+def test_the_cache_is_regenerated_when_a_source_or_an_entry_point_changes(tmp_path, monkeypatch):
+    site, cache = tmp_path / "site", tmp_path / "cache"
+    _plugin(site, PLUGIN, "[opencomposer.algorithms]\nshout = tiny_plugin:Shout\n")
+    monkeypatch.syspath_prepend(str(site))
+    view = build_view(cache)
+    (written,) = cache.glob("registry-view-*.json")
+    assert json.loads(written.read_text())["kinds"] == view["kinds"]
+    shout = view["kinds"]["algorithms"]["shout"]
+    assert shout["fields"] == {"volume": {"required": False, "type": "int", "default": "3", "doc": "How loud."}}
+    assert (shout["class"], shout["origin"], shout["summary"]) == (
+        "Shout",
+        "tiny-plugin",
+        "Says something at each event.",
+    )
+    assert str(site / "tiny_plugin" / "__init__.py") in view["files"]
+
+    written.write_text(json.dumps({**view, "trainer": "read from the cache"}))
+    assert build_view(cache)["trainer"] == "read from the cache"  # fresh: read back, not generated
+
+    source = site / "tiny_plugin" / "__init__.py"
+    source.write_text(PLUGIN.replace("volume: int = 3", "volume: int = 3, pitch: float = 1.0"))
+    os.utime(source, ns=(1, 1))  # a changed source, whatever the clock's resolution
+    again = build_view(cache)
+    assert again["trainer"] != "read from the cache"
+    assert list(again["kinds"]["algorithms"]["shout"]["fields"]) == ["volume", "pitch"]
+
+    _plugin(site, PLUGIN, "[opencomposer.algorithms]\nshout = tiny_plugin:Shout\nwhisper = tiny_plugin:Shout\n")
+    assert "whisper" in build_view(cache)["kinds"]["algorithms"]  # another set of entry points: another file
+    assert len(list(cache.glob("registry-view-*.json"))) == 2
+
+
+def test_an_unwritable_cache_leaves_the_view_in_memory(tmp_path):
+    blocked = tmp_path / "a file, not a folder"
+    blocked.write_text("")
+    view = build_view(blocked / "opencomposer")
+    assert "mixup" in view["kinds"]["algorithms"] and blocked.is_file()
+
+
+def test_the_cache_folder_follows_xdg(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache_folder() == tmp_path / "opencomposer"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert cache_folder() == Path.home() / ".cache" / "opencomposer"
+
+
+def test_the_generator_reads_a_trainer_subclass_with_one_more_keyword(tmp_path, monkeypatch):
+    """A config derived from a constructor (``hparams_for``) takes its fields from the signature and its docs from the
+    docstring: a keyword added to a Trainer subclass is a recipe key, typed and documented, with no other edit."""
+    (tmp_path / "my_trainer.py").write_text(
+        textwrap.dedent(
+            '''
+            from composer.core.hparams import hparams_for
+            from composer.trainer import Trainer
+
+
+            class MyTrainer(Trainer):
+                """A Trainer with one more knob.
+
+                Args:
+                    knob: How far to turn it.
+                """
+
+                def __init__(self, *args, knob: float = 0.5, **kwargs):
+                    super().__init__(*args, **kwargs)
+
+
+            class MyTrainerHparams(hparams_for(MyTrainer)):
+                """The config of MyTrainer."""
+            '''
+        )
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = SourceReader().config("my_trainer", "MyTrainerHparams")
+    assert config is not None and config.built == ("my_trainer", "MyTrainer")
+    assert [(f.name, f.annotation, f.default, f.doc) for f in config.fields] == [
+        ("knob", "float", "0.5", "How far to turn it.")
     ]
 
 
-def test_trainer_differences_name_each_field():
-    current = build_trainer_schema()
-    written = {**current, "fields": dict(current["fields"])}
-    del written["fields"]["check_finite"]
-    written["fields"]["seed"] = {**written["fields"]["seed"], "example": "7"}
-    assert trainer_differences(written, current) == [
-        "trainer.seed: example is '7' in the manifest, '0' in TrainerHparams",
-        "trainer.check_finite: only in TrainerHparams",
-    ]
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_each_registry_is_a_literal_next_to_its_classes(kind):
+    """The view reads each registry from its source: it must stay a literal dict of names there."""
+    spec = KINDS[kind]
+    names = SourceReader().literal_names(spec.module, spec.names)
+    assert sorted(names) == sorted(REGISTRIES[kind])
