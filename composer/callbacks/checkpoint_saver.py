@@ -18,6 +18,10 @@ from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.core.time import Time, TimeUnit
 from composer.utils.checkpoint import (
+    CheckpointUploads,
+    RemoteCheckpointFolder,
+    ShardedUploads,
+    check_upload_failure_policy,
     find_checkpoints,
     format_checkpoint_name,
     link_latest,
@@ -26,13 +30,7 @@ from composer.utils.checkpoint import (
     save_checkpoint,
 )
 from composer.utils.checkpoint.naming import refuse_folders_named_like_checkpoints
-from composer.utils.object_store import (
-    BackgroundUploader,
-    CheckpointUploads,
-    RemoteCheckpointFolder,
-    ShardedUploads,
-    check_upload_failure_policy,
-)
+from composer.utils.object_store import BackgroundUploader
 
 __all__ = ["CheckpointSaver", "CheckpointSaverHparams"]
 
@@ -65,7 +63,7 @@ class CheckpointSaver(Callback):
     for good (after ``retry_budget`` seconds of retries) raises :class:`~composer.utils.object_store.UploadError`,
     naming the object and the cause, at the next save or at the end of ``fit`` (``close`` logs it); its local file,
     and the newest checkpoint uploaded before it, stay in ``folder``. With ``on_upload_failure='keep_local'``,
-    training goes on instead (see :mod:`~composer.utils.object_store.checkpoint_uploads`). No 'latest' link is made
+    training goes on instead (see :mod:`~composer.utils.checkpoint.uploads`). No 'latest' link is made
     in the store.
 
     Args:
@@ -316,7 +314,7 @@ class CheckpointSaver(Callback):
     # ---- uploading ---------------------------------------------------------------------------------------------
 
     def _upload_later(self, path: Path, folder: Path) -> None:
-        """Queues the upload of ``path`` (see :class:`~composer.utils.object_store.CheckpointUploads`)."""
+        """Queues the upload of ``path`` (see :class:`~composer.utils.checkpoint.CheckpointUploads`)."""
         self._one_file_uploads(folder).submit(path)
 
     def upload_missing(self, paths: list[Path]) -> None:
@@ -333,7 +331,7 @@ class CheckpointSaver(Callback):
     def _shard_uploads(self, folder: Path) -> ShardedUploads:
         """Every rank uploads its own shard files (on several nodes, no rank has the others' files); rank 0 commits
         a checkpoint once every rank has reported its shards uploaded (see
-        :class:`~composer.utils.object_store.ShardedUploads`)."""
+        :class:`~composer.utils.checkpoint.ShardedUploads`)."""
         if self._sharded_uploads is None:
             self._sharded_uploads = ShardedUploads(*self._upload_arguments(folder))
         return self._sharded_uploads

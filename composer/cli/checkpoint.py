@@ -55,7 +55,8 @@ def _convert(args: argparse.Namespace) -> int:
 
 def _download(source: Any, endpoint_url: str | None, scratch: Path) -> Path:
     """Downloads the sharded checkpoint folder at ``source`` (an ObjectStoreURL) into ``scratch``, verified."""
-    from composer.utils.object_store import ObjectStoreURL, RemoteCheckpointFolder
+    from composer.utils.checkpoint import RemoteCheckpointFolder
+    from composer.utils.object_store import ObjectStoreURL
 
     parent, _, name = source.prefix.rpartition("/")
     if not name:

@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from composer.utils import dist
-from composer.utils.checkpoint import CheckpointError, find_checkpoints, read_checkpoint
-from composer.utils.object_store import RemoteCheckpointFolder
-from composer.utils.object_store.checkpoint_folder import rank_checkpoint_names
+from composer.utils.checkpoint import CheckpointError, RemoteCheckpointFolder, find_checkpoints, read_checkpoint
+from composer.utils.checkpoint.remote_folder import rank_checkpoint_names
 
 __all__ = ["Resumption", "newest_local_or_remote"]
 

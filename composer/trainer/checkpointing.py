@@ -30,22 +30,16 @@ from composer.trainer.sharded_autoresume import download_on_every_node, newest_s
 from composer.utils import dist
 from composer.utils.checkpoint import (
     CheckpointError,
+    RemoteCheckpointFolder,
+    check_upload_failure_policy,
     find_checkpoints,
     format_checkpoint_name,
     is_sharded_checkpoint,
     read_checkpoint,
     restore_checkpoint,
 )
-from composer.utils.object_store import (
-    ObjectStoreURL,
-    RemoteCheckpointFolder,
-    StorageOptions,
-    check_upload_failure_policy,
-    is_url,
-    parse_location,
-    redact,
-)
-from composer.utils.object_store.checkpoint_folder import UNFINISHED_UPLOAD
+from composer.utils.checkpoint.remote_folder import UNFINISHED_UPLOAD
+from composer.utils.object_store import ObjectStoreURL, StorageOptions, is_url, parse_location, redact
 
 __all__ = ["Checkpointing", "epoch_batches", "run_config"]
 

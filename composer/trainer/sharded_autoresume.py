@@ -32,11 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from composer.utils import dist
-from composer.utils.checkpoint import CheckpointError, find_checkpoints, read_checkpoint
-from composer.utils.checkpoint.sharded import DCP_INDEX, STATE_FILE
+from composer.utils.checkpoint import CheckpointError, RemoteCheckpointFolder, find_checkpoints, read_checkpoint
+from composer.utils.checkpoint.naming import DCP_INDEX, STATE_FILE
+from composer.utils.checkpoint.remote_folder import UNFINISHED_UPLOAD, rank_checkpoint_names
 from composer.utils.checkpoint.sharded_index import check_layout, read_index
-from composer.utils.object_store import RemoteCheckpointFolder
-from composer.utils.object_store.checkpoint_folder import UNFINISHED_UPLOAD, rank_checkpoint_names
 
 __all__ = ["ShardedChoice", "download_on_every_node", "newest_sharded_checkpoint"]
 

@@ -19,8 +19,8 @@ import pytest
 import torch
 
 from composer import Callback, Trainer
-from composer.utils.checkpoint import read_checkpoint
-from composer.utils.object_store import RemoteCheckpointFolder, S3ObjectStore, UploadError
+from composer.utils.checkpoint import RemoteCheckpointFolder, read_checkpoint
+from composer.utils.object_store import S3ObjectStore, UploadError
 from tests.common import SimpleModel, make_dataloader
 from tests.common.s3_server import S3Server
 

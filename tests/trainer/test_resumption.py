@@ -11,7 +11,7 @@ LabelSmoothing, SelectiveBackprop, a composer scheduler, a save every 3 batches)
 ``KILL_AT=<batch>:<event>:SIGTERM`` sends itself SIGTERM there (a list of them, separated by commas, each one);
 ``KILL_IN_SAVE=<moment>:<glob>`` kills it inside the save of a checkpoint whose file name matches the glob, at
 ``after_write`` (written, not yet flushed to disk) or ``after_fsync`` (on disk, not yet renamed): the command patches
-the writer's seams for that (``composer.utils.checkpoint.local_io._after_write`` and ``_after_fsync``);
+the writer's seams for that (``composer.utils.checkpoint.local_io.after_write`` and ``after_fsync``);
 ``SOAK_BALLAST_MB=<n>`` adds
 an n-MB buffer to the model, so that every save writes that much more (the kill soak's slow saves).
 
@@ -95,7 +95,7 @@ def kill_in_save(spec: str) -> None:
         if fnmatch.fnmatchcase(path.name, name_glob or "*"):
             os.kill(os.getpid(), signal.SIGKILL)
 
-    setattr(local_io, f"_{moment}", kill)
+    setattr(local_io, moment, kill)
 
 
 def main(folder: str, num_workers: int) -> None:

@@ -215,7 +215,8 @@ def test_a_converted_checkpoint_loads_into_an_unsharded_run_with_the_same_weight
 def upload_sharded(server, source: Path, tmp_path: Path) -> str:
     """Uploads the sharded checkpoint folder ``source`` to a new bucket as ``run/<its name>`` as a run would (each
     file with its SHA-256, composer.pt last); returns the bucket."""
-    from composer.utils.object_store import ObjectStoreURL, RemoteCheckpointFolder
+    from composer.utils.checkpoint import RemoteCheckpointFolder
+    from composer.utils.object_store import ObjectStoreURL
 
     bucket = server.create_bucket("sharded")
     options = {"endpoint_url": server.endpoint_url, "local_folder": str(tmp_path / "upload")}

@@ -308,7 +308,7 @@ def test_an_interrupted_write_leaves_the_previous_file_and_link_alone(tmp_path, 
         if path.name == "ep0-ba2.pt":
             raise Killed
 
-    monkeypatch.setattr(local_io, f"_{moment}", crash)  # the seam the writer calls at that moment
+    monkeypatch.setattr(local_io, moment, crash)  # the seam the writer calls at that moment
     state.timer.on_batch_complete()
     save_checkpoint(state, tmp_path / "ep0-ba1-other.pt")  # not the crashing name: written normally
     with pytest.raises(Killed):
@@ -329,7 +329,7 @@ FAULT_SCRIPT = textwrap.dedent(
         if path.name == "ep0-ba2.pt":
             os.kill(os.getpid(), signal.SIGKILL)
 
-    setattr(local_io, "_" + sys.argv[2], kill)
+    setattr(local_io, sys.argv[2], kill)
     state = State(model=torch.nn.Linear(64, 64), max_duration="1ep")
     save_checkpoint(state, sys.argv[1] + "/ep0-ba1.pt")
     state.timer.on_batch_complete()

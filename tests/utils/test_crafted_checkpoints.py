@@ -36,8 +36,8 @@ from torch.distributed.checkpoint.metadata import BytesStorageMetadata, Metadata
 
 from composer.cli.__main__ import main as composer_main
 from composer.utils.checkpoint import CheckpointError
-from composer.utils.checkpoint.local_io import _atomic_write, _write_torch
-from composer.utils.object_store.checkpoint_folder import SHA256_METADATA_KEY
+from composer.utils.checkpoint.local_io import atomic_write, write_torch
+from composer.utils.checkpoint.remote_folder import SHA256_METADATA_KEY
 from tests.trainer import dist_worker as worker
 from tests.trainer.test_fsdp_trainer import make_trainer, one_rank_loader
 from tests.trainer.test_sharded_checkpoint import SHARDED
@@ -82,7 +82,7 @@ def reseal(folder: Path, files: list[str] | None = None) -> None:
     checkpoint = torch.load(state_file, weights_only=True)
     names = list(checkpoint["files"]) if files is None else files
     checkpoint["files"] = {name: hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in names}
-    _atomic_write(state_file, lambda tmp: _write_torch(checkpoint, tmp))
+    atomic_write(state_file, lambda tmp: write_torch(checkpoint, tmp))
 
 
 def as_bytes_item(folder: Path, name: str, data: bytes, file: str) -> None:
@@ -456,7 +456,7 @@ def one_file(path: Path, marker: Path, writer: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     checkpoint = {"format_version": 1, "metadata": {}, "state": {"model": {}, "timer": RunsCode(marker)}}
     if writer == "torch.save":
-        _atomic_write(path, lambda tmp: _write_torch(checkpoint, tmp))
+        atomic_write(path, lambda tmp: write_torch(checkpoint, tmp))
     else:
         path.write_bytes(pickle.dumps(checkpoint, protocol=2))
     return path

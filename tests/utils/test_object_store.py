@@ -11,12 +11,11 @@ import time
 
 import pytest
 
-from composer.utils.checkpoint import CheckpointError
+from composer.utils.checkpoint import CheckpointError, RemoteCheckpointFolder
 from composer.utils.object_store import (
     BackgroundUploader,
     ObjectStoreError,
     ObjectStoreURL,
-    RemoteCheckpointFolder,
     S3ObjectStore,
     StorageOptions,
     UploadError,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from composer.utils.checkpoint.reading import CheckpointError
+from composer.utils.checkpoint.errors import CheckpointError
 
 __all__ = ["entry_path"]
 
@@ -39,7 +39,7 @@ def entry_path(folder: str | os.PathLike[str], name: object, *, source: str, nes
         >>> entry_path("ckpt/ep1-ba6", "../../etc/passwd", source="composer.pt's file list")
         Traceback (most recent call last):
           ...
-        composer.utils.checkpoint.reading.CheckpointError: Refusing the entry '../../etc/passwd' of composer.pt's file list: it is not a plain file name...
+        composer.utils.checkpoint.errors.CheckpointError: Refusing the entry '../../etc/passwd' of composer.pt's file list: it is not a plain file name...
     """
     folder = Path(folder)
     problem = _name_problem(name, nested)

@@ -11,9 +11,9 @@ its folder and the fix, once its temporary file is removed; nothing else in the 
 writes through a Python file object, so that the cause reaches it (written to a path, torch reports a short write
 only as ``unexpected pos ...``).
 
-Tests that simulate a crash between the steps patch :func:`_after_write` (the file is written, not yet flushed to
-disk) or :func:`_after_fsync` (on disk, not yet renamed): both are no-ops that :func:`_atomic_write` calls with the
-checkpoint's final path at those moments. Nothing in the library kills a process.
+Tests that simulate a crash between the steps patch :func:`after_write` (the file is written, not yet flushed to
+disk) or :func:`after_fsync` (on disk, not yet renamed): both are no-ops that :func:`atomic_write` (and the sharded
+writer, for a whole folder) calls with the checkpoint's final path at those moments. Nothing in the library kills a process.
 """
 
 from __future__ import annotations
@@ -34,17 +34,26 @@ import torch
 
 __all__ = [
     "FORMAT_VERSION",
+    "SAFETENSORS_PLACEHOLDER",
     "DiskFullError",
+    "after_fsync",
+    "after_write",
+    "atomic_write",
     "disk_full_error",
+    "file_checksum_matches",
+    "fsync_folder",
+    "hash_rest",
     "is_safetensors_available",
     "link_latest",
     "remove_stale_temporary_files",
+    "write_safetensors",
+    "write_torch",
 ]
 
 FORMAT_VERSION = 1
 _TRAILER_PREFIX = b"composer-sha256:"
 _TRAILER_SIZE = len(_TRAILER_PREFIX) + 64  # hex digest
-_PLACEHOLDER = "0" * 64  # where a safetensors header's digest goes
+SAFETENSORS_PLACEHOLDER = "0" * 64  # where a safetensors header's digest goes
 
 
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
@@ -138,7 +147,13 @@ def is_safetensors_available() -> bool:
     return importlib.util.find_spec("safetensors") is not None
 
 
-def _write_torch(payload: Any, path: Path) -> None:
+def write_torch(payload: Any, path: Path) -> None:
+    """Writes ``payload`` with ``torch.save`` to ``path``, then appends the SHA-256 of its bytes as the zip comment.
+
+    Args:
+        payload (Any): What to save (tensors and plain values).
+        path (Path): The file to write (a temporary one: :func:`atomic_write` renames it into place).
+    """
     with open(path, "wb") as f:
         torch.save(payload, f)  # through a Python file object: a failed write raises the OSError that says why
     with open(path, "r+b") as f:
@@ -146,13 +161,20 @@ def _write_torch(payload: Any, path: Path) -> None:
         # file object torch would write to). It ends with the 2-byte length of its comment, 0: set it, then append
         # the comment.
         digest = hashlib.sha256()
-        _hash_rest(f, digest)
+        hash_rest(f, digest)
         trailer = _TRAILER_PREFIX + digest.hexdigest().encode()
         f.seek(-2, os.SEEK_END)
         f.write(struct.pack("<H", len(trailer)) + trailer)
 
 
-def _write_safetensors(path: Path, weights: Mapping[str, torch.Tensor], info: Mapping[str, Any]) -> None:
+def write_safetensors(path: Path, weights: Mapping[str, torch.Tensor], info: Mapping[str, Any]) -> None:
+    """Writes ``weights`` atomically as the safetensors file ``path``, with ``info`` and a checksum in its header.
+
+    Args:
+        path (Path): The file to write.
+        weights (Mapping[str, torch.Tensor]): The model's weights.
+        info (Mapping): The checkpoint's metadata (plain values).
+    """
     if not is_safetensors_available():
         raise ImportError(
             f"Saving {path} needs the 'safetensors' package; install it with `pip install safetensors`, or save to "
@@ -162,13 +184,13 @@ def _write_safetensors(path: Path, weights: Mapping[str, torch.Tensor], info: Ma
 
     # The header holds the SHA-256 of the whole file as written with a placeholder in its place; the digest has the
     # placeholder's length, so putting it in moves nothing.
-    header = {"format_version": str(FORMAT_VERSION), "metadata": json.dumps(info), "checksum": _PLACEHOLDER}
+    header = {"format_version": str(FORMAT_VERSION), "metadata": json.dumps(info), "checksum": SAFETENSORS_PLACEHOLDER}
     try:
         data = memoryview(save(dict(weights), metadata=header))
     except Exception as e:  # safetensors refuses tensors that share memory (tied weights)
         raise ValueError(f"Cannot write {path} as safetensors ({e}); save it to a '.pt' name instead.") from e
     header_size = struct.unpack("<Q", data[:8])[0]
-    at = bytes(data[: 8 + header_size]).index(_PLACEHOLDER.encode())
+    at = bytes(data[: 8 + header_size]).index(SAFETENSORS_PLACEHOLDER.encode())
     digest = hashlib.sha256(data).hexdigest().encode()
 
     def write(tmp: Path) -> None:
@@ -177,23 +199,30 @@ def _write_safetensors(path: Path, weights: Mapping[str, torch.Tensor], info: Ma
             f.write(digest)
             f.write(data[at + len(digest) :])
 
-    _atomic_write(path, write)
+    atomic_write(path, write)
 
 
-def _atomic_write(path: Path, write: Callable[[Path], Any]) -> None:
-    """Write to a temporary file next to ``path``, flush it to disk, then rename it into place; raises
-    :class:`DiskFullError` when the disk is full."""
+def atomic_write(path: Path, write: Callable[[Path], Any]) -> None:
+    """Writes to a temporary file next to ``path``, flushes it to disk, then renames it into place.
+
+    Args:
+        path (Path): The file to write; its folder is created.
+        write (Callable[[Path], Any]): Writes the content into the temporary file it is given.
+
+    Raises:
+        DiskFullError: When the disk is full (the temporary file is removed).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         write(tmp)
-        _after_write(path)
+        after_write(path)
         fd = os.open(tmp, os.O_RDONLY)
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
-        _after_fsync(path)
+        after_fsync(path)
         os.replace(tmp, path)
     except BaseException as e:
         full = disk_full_error(path, e, path.parent)
@@ -201,19 +230,23 @@ def _atomic_write(path: Path, write: Callable[[Path], Any]) -> None:
         if full is not None:
             raise full from e
         raise
-    _fsync_folder(path.parent)
+    fsync_folder(path.parent)
 
 
-def _after_write(path: Path) -> None:
+def after_write(path: Path) -> None:
     """Called once the temporary file of ``path`` is written, before it is flushed to disk; a seam for tests."""
 
 
-def _after_fsync(path: Path) -> None:
+def after_fsync(path: Path) -> None:
     """Called once the temporary file of ``path`` is on disk, before it is renamed into place; a seam for tests."""
 
 
-def _fsync_folder(folder: Path) -> None:
-    # Makes the rename itself durable; not every platform can open a folder.
+def fsync_folder(folder: Path) -> None:
+    """Flushes ``folder``'s entries to disk, which makes a rename in it durable (where a folder can be opened).
+
+    Args:
+        folder (Path): The folder.
+    """
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:
@@ -290,11 +323,18 @@ def link_latest(link: str | Path, target: str | Path) -> None:
     tmp.unlink(missing_ok=True)
     os.symlink(os.path.relpath(target, link.parent), tmp)
     os.replace(tmp, link)
-    _fsync_folder(link.parent)
+    fsync_folder(link.parent)
 
 
-def _file_checksum_matches(path: Path) -> bool | None:
-    """Whether the file's bytes hash to the digest in its trailing zip comment; None if it has no such comment."""
+def file_checksum_matches(path: Path) -> bool | None:
+    """Whether the file's bytes hash to the digest in its trailing zip comment; None if it has no such comment.
+
+    Args:
+        path (Path): A file written by :func:`write_torch`.
+
+    Returns:
+        bool | None: Whether the digest matches; None without a digest (truncated, or not written here).
+    """
     size = path.stat().st_size
     body = size - _TRAILER_SIZE - 2  # the bytes torch.save wrote, but for the comment length it ends with
     with open(path, "rb") as f:
@@ -307,13 +347,19 @@ def _file_checksum_matches(path: Path) -> bool | None:
         expected = tail[2 + len(_TRAILER_PREFIX) :]
         f.seek(0)
         digest = hashlib.sha256()
-        _hash_rest(f, digest, body)
+        hash_rest(f, digest, body)
     digest.update(b"\0\0")
     return digest.hexdigest().encode() == expected
 
 
-def _hash_rest(f: BinaryIO, digest: Any, limit: int | None = None) -> None:
-    """Feeds the file from its current position (``limit`` bytes at most) to ``digest``, 16 MiB at a time."""
+def hash_rest(f: BinaryIO, digest: Any, limit: int | None = None) -> None:
+    """Feeds the file from its current position (``limit`` bytes at most) to ``digest``, 16 MiB at a time.
+
+    Args:
+        f (BinaryIO): The open file.
+        digest (Any): A ``hashlib`` object.
+        limit (int, optional): The most bytes to read (default: to the end).
+    """
     buffer = memoryview(bytearray(1 << 24))
     remaining = limit if limit is not None else float("inf")
     while remaining > 0:

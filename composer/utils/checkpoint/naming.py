@@ -1,4 +1,5 @@
-"""Checkpoint names: filling a name pattern, finding a run's checkpoints newest first, and pruning the oldest."""
+"""Checkpoint names: the defaults, filling a name pattern, finding a run's checkpoints newest first, pruning the
+oldest, and the names of the files inside a sharded checkpoint's folder."""
 
 from __future__ import annotations
 
@@ -13,12 +14,33 @@ from typing import Any
 from composer.core.state import State
 
 __all__ = [
+    "DCP_INDEX",
+    "DEFAULT_FILENAME",
+    "DEFAULT_LATEST_FILENAME",
     "FILENAME_FIELDS",
+    "SHARDED_FILENAME",
+    "SHARDED_LATEST_FILENAME",
+    "STATE_FILE",
     "find_checkpoints",
     "format_checkpoint_name",
+    "is_sharded_checkpoint",
     "prune_checkpoints",
     "refuse_folders_named_like_checkpoints",
+    "shard_files",
 ]
+
+DEFAULT_FILENAME = "ep{epoch}-ba{batch}-rank{rank}.pt"
+"""The default name pattern of a checkpoint file (the Trainer's ``save_filename``, CheckpointSaver's ``filename``)."""
+DEFAULT_LATEST_FILENAME = "latest-rank{rank}.pt"
+"""The default name of the link to the newest checkpoint (``save_latest_filename``)."""
+SHARDED_FILENAME = "ep{epoch}-ba{batch}"
+"""The default name pattern of a sharded checkpoint, a folder (every rank writes its shards into it)."""
+SHARDED_LATEST_FILENAME = "latest"
+"""The default name of the link to the newest sharded checkpoint."""
+STATE_FILE = "composer.pt"
+"""A sharded checkpoint's own state beside DCP's files; written last, so it marks a finished folder."""
+DCP_INDEX = ".metadata"
+"""DCP's index of every tensor's shards in a sharded checkpoint's folder, written by rank 0."""
 
 # The fields a checkpoint file name may use.
 FILENAME_FIELDS = (
@@ -129,8 +151,6 @@ def refuse_folders_named_like_checkpoints(folder: str | Path, pattern: str, run_
         ...
         ValueError: The save folder ... holds a folder named like a checkpoint, ep0-ba12.pt/, ...
     """
-    from composer.utils.checkpoint.sharded import is_sharded_checkpoint
-
     stray = [
         p for _, p in _timed_checkpoints(Path(folder), pattern, run_name) if p.is_dir() and not is_sharded_checkpoint(p)
     ]
@@ -261,3 +281,32 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
     else:
         path.unlink(missing_ok=True)
+
+
+def is_sharded_checkpoint(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a sharded checkpoint's folder (complete or not): it holds ``composer.pt`` or DCP's index.
+
+    Args:
+        path (str | PathLike): A file or folder.
+
+    Returns:
+        bool: True for a sharded checkpoint's folder; False for a file, a missing path or another folder.
+    """
+    path = Path(path)
+    return path.is_dir() and ((path / STATE_FILE).is_file() or (path / DCP_INDEX).is_file())
+
+
+def shard_files(folder: str | os.PathLike[str], rank: int) -> list[str]:
+    """The names of the files in a sharded checkpoint's ``folder`` that ``rank`` wrote: its shards
+    (``__<rank>_<n>.distcp``), and on rank 0 DCP's index too (``composer.pt`` is not among them).
+
+    Args:
+        folder (str | PathLike): The checkpoint's folder (or its temporary folder).
+        rank (int): The rank.
+
+    Returns:
+        list[str]: File names, sorted; DCP's index last.
+    """
+    own = re.compile(rf"__{rank}_\d+\.distcp")
+    names = sorted(p.name for p in Path(folder).iterdir() if p.is_file() and own.fullmatch(p.name))
+    return names + ([DCP_INDEX] if rank == 0 and (Path(folder) / DCP_INDEX).is_file() else [])

@@ -18,46 +18,25 @@ from typing import IO, Any
 
 import torch
 
+from composer.utils.checkpoint.errors import CheckpointError
 from composer.utils.checkpoint.local_io import (
-    _PLACEHOLDER,
     FORMAT_VERSION,
-    _file_checksum_matches,
-    _hash_rest,
+    SAFETENSORS_PLACEHOLDER,
+    file_checksum_matches,
+    hash_rest,
     is_safetensors_available,
 )
 
-__all__ = ["CheckpointError", "read_checkpoint"]
+__all__ = ["read_checkpoint_file"]
 
 
-class CheckpointError(ValueError):
-    """A checkpoint file that cannot be used: unreadable, truncated, failing its checksum, or unsafe to load.
-
-    The message names the file and says what to do; :attr:`reason` says in a few words what is wrong with it (for
-    lists of refused files, as autoresume gives).
+def read_checkpoint_file(path: str | os.PathLike[str], *, verify: bool = True) -> dict[str, Any]:
+    """Reads a checkpoint file without running any code from it, and checks its checksum.
 
     Args:
-        message (str): The whole message.
-        reason (str, optional): What is wrong, in a few words; default: the message.
-
-    Example:
-        >>> error = CheckpointError("ep1-ba8.pt failed its checksum: ...", reason="failed its checksum")
-        >>> error.reason
-        'failed its checksum'
-    """
-
-    def __init__(self, message: str, reason: str | None = None) -> None:
-        super().__init__(message)
-        self.reason = reason if reason is not None else message
-
-
-def read_checkpoint(path: str | os.PathLike[str], *, verify: bool = True) -> dict[str, Any]:
-    """Reads a checkpoint without running any code from it, and checks its checksum.
-
-    Args:
-        path (str | Path): A file written by :func:`save_checkpoint` (``.pt`` or ``.safetensors``), or a plain
-            model state dict saved with ``torch.save`` (read as weights without a checksum), or a sharded
-            checkpoint's folder (its ``composer.pt``, the shard files checked against their checksums; the tensors
-            stay in the shards: see :func:`~composer.utils.checkpoint.sharded.read_sharded_checkpoint`).
+        path (str | Path): A file written by :func:`save_checkpoint` (``.pt`` or ``.safetensors``; a sharded
+            checkpoint's ``composer.pt`` too), or a plain model state dict saved with ``torch.save`` (read as
+            weights without a checksum).
         verify (bool): Check the checksum.
 
     Returns:
@@ -72,21 +51,17 @@ def read_checkpoint(path: str | os.PathLike[str], *, verify: bool = True) -> dic
         >>> import tempfile
         >>> from composer.utils.checkpoint import save_checkpoint
         >>> path = save_checkpoint(state, Path(tempfile.mkdtemp()) / "ckpt.pt")
-        >>> checkpoint = read_checkpoint(path)
+        >>> checkpoint = read_checkpoint_file(path)
         >>> checkpoint["metadata"]["library"], "timer" in checkpoint["state"]
         ('opencomposer', True)
     """
     path = Path(path)
-    if path.is_dir():
-        from composer.utils.checkpoint.sharded import read_sharded_checkpoint
-
-        return read_sharded_checkpoint(path, verify=verify)
     if not path.is_file():
         raise FileNotFoundError(f"No checkpoint at {path}; check the path (and that the file was copied over).")
     if path.suffix == ".safetensors":
         return _read_safetensors(path, verify)
     # Check the bytes before unpickling anything: a corrupt file is reported as such, and never half-read.
-    intact = _file_checksum_matches(path) if verify else True
+    intact = file_checksum_matches(path) if verify else True
     if intact is False:
         raise CheckpointError(
             f"{path} failed its checksum: the file is corrupt (a flipped bit or a partial overwrite). Use an older "
@@ -209,9 +184,9 @@ def _read_safetensors(path: Path, verify: bool) -> dict[str, Any]:
             if verify:
                 # Hash the file as it was before the digest went in: the digest's bytes back to the placeholder.
                 at = header_bytes.index(header["checksum"].encode())
-                digest = hashlib.sha256(prefix + header_bytes[:at] + _PLACEHOLDER.encode())
-                digest.update(header_bytes[at + len(_PLACEHOLDER) :])
-                _hash_rest(f, digest)
+                digest = hashlib.sha256(prefix + header_bytes[:at] + SAFETENSORS_PLACEHOLDER.encode())
+                digest.update(header_bytes[at + len(SAFETENSORS_PLACEHOLDER) :])
+                hash_rest(f, digest)
                 if digest.hexdigest() != header["checksum"]:
                     raise CheckpointError(
                         f"{path} failed its checksum: the file is corrupt. Use an older checkpoint (autoresume falls "

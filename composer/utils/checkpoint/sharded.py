@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import re
 import shutil
 import warnings
 from collections.abc import Mapping, Sequence
@@ -38,54 +37,41 @@ import torch
 
 from composer.core.state import State, bare_model_state
 from composer.utils import dist
+from composer.utils.checkpoint.contents import (
+    check_finite_weights,
+    check_plain,
+    checkpoint_info,
+    gather_rank_states,
+    own_rank_states,
+    weights_only_error,
+    without_rank_states,
+)
 from composer.utils.checkpoint.entry_paths import entry_path
+from composer.utils.checkpoint.errors import CheckpointError, NonFiniteWeightsError
 from composer.utils.checkpoint.full_state import is_sharded
 from composer.utils.checkpoint.local_io import (
     FORMAT_VERSION,
-    _after_fsync,
-    _atomic_write,
-    _fsync_folder,
-    _hash_rest,
-    _write_torch,
+    after_fsync,
+    atomic_write,
     disk_full_error,
+    fsync_folder,
+    hash_rest,
+    write_torch,
 )
-from composer.utils.checkpoint.reading import CheckpointError, read_checkpoint
-from composer.utils.checkpoint.saving import (
-    NonFiniteWeightsError,
-    _check_finite_weights,
-    _check_plain,
-    _gather_rank_states,
-    _info,
-)
-from composer.utils.checkpoint.sharded_index import DCP_INDEX, check_layout, read_index
+from composer.utils.checkpoint.naming import STATE_FILE, shard_files
+from composer.utils.checkpoint.reading import read_checkpoint_file
+from composer.utils.checkpoint.sharded_index import check_layout, read_index
+from composer.utils.checkpoint.state_dicts import check_keys
 
 __all__ = [
-    "DCP_INDEX",
-    "STATE_FILE",
     "convert_sharded_to_full",
-    "is_sharded_checkpoint",
     "load_sharded_checkpoint",
     "read_sharded_checkpoint",
+    "restore_sharded",
     "save_sharded_checkpoint",
-    "shard_files",
 ]
 
 log = logging.getLogger(__name__)
-
-STATE_FILE = "composer.pt"  # composer's own state beside DCP's files; written last, so it marks a finished folder
-
-
-def is_sharded_checkpoint(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is a sharded checkpoint's folder (complete or not): it holds ``composer.pt`` or DCP's index.
-
-    Args:
-        path (str | PathLike): A file or folder.
-
-    Returns:
-        bool: True for a sharded checkpoint's folder; False for a file, a missing path or another folder.
-    """
-    path = Path(path)
-    return path.is_dir() and ((path / STATE_FILE).is_file() or (path / DCP_INDEX).is_file())
 
 
 # ---- saving ------------------------------------------------------------------------------------------------------
@@ -143,7 +129,7 @@ def save_sharded_checkpoint(
                 tensors.update(opt_tensors)
                 layout.update(opt_layout)
             optimizers_rest.append({"state": per_param, "param_groups": saved["param_groups"]})
-    rank_states = None if weights_only else _gather_rank_states(state)
+    rank_states = None if weights_only else gather_rank_states(state)
 
     # The name is rank 0's, the folder each rank's own: on nodes that share no disk, each writes its shards into its
     # own copy of the folder (DCP creates it), and that node's first rank renames it into place.
@@ -171,12 +157,12 @@ def save_sharded_checkpoint(
                 content["optimizers"] = optimizers_rest
             if rank_states is not None:
                 content["rank_states"] = rank_states
-            info = {**_info(weights_only, metadata), "sharded": True, "world_size": state.world_size}
+            info = {**checkpoint_info(weights_only, metadata), "sharded": True, "world_size": state.world_size}
             payload = {"format_version": FORMAT_VERSION, "metadata": info, "state": content}
             payload.update(tensors=layout, files=digests)
-            _check_plain(payload, "checkpoint")
-            _atomic_write(tmp / STATE_FILE, lambda file: _write_torch(payload, file))
-            _after_fsync(path)  # the whole folder is on disk, not yet renamed: a seam for tests
+            check_plain(payload, "checkpoint")
+            atomic_write(tmp / STATE_FILE, lambda file: write_torch(payload, file))
+            after_fsync(path)  # the whole folder is on disk, not yet renamed: a seam for tests
             _replace_folder(tmp, path)
         except BaseException as e:
             failure = disk_full_error(path, e, tmp) or e  # naming the checkpoint's folder, not its temporary one
@@ -194,27 +180,11 @@ def save_sharded_checkpoint(
     return path
 
 
-def shard_files(folder: str | os.PathLike[str], rank: int) -> list[str]:
-    """The names of the files in a sharded checkpoint's ``folder`` that ``rank`` wrote: its shards
-    (``__<rank>_<n>.distcp``), and on rank 0 DCP's index too (``composer.pt`` is not among them).
-
-    Args:
-        folder (str | PathLike): The checkpoint's folder (or its temporary folder).
-        rank (int): The rank.
-
-    Returns:
-        list[str]: File names, sorted; DCP's index last.
-    """
-    own = re.compile(rf"__{rank}_\d+\.distcp")
-    names = sorted(p.name for p in Path(folder).iterdir() if p.is_file() and own.fullmatch(p.name))
-    return names + ([DCP_INDEX] if rank == 0 and (Path(folder) / DCP_INDEX).is_file() else [])
-
-
 def _refuse_non_finite(model_state: Mapping[str, Any], path: Path) -> None:
     """Checks this rank's shards; every rank raises if any rank found a weight that is not finite."""
     local = {key: value.to_local() if hasattr(value, "to_local") else value for key, value in model_state.items()}
     try:
-        _check_finite_weights(local, path)
+        check_finite_weights(local, path)
         problem = None
     except NonFiniteWeightsError as e:
         problem = str(e)
@@ -239,6 +209,15 @@ def _flatten(tree: Mapping[str, Any]) -> tuple[dict[str, torch.Tensor], dict[str
     return tensors, layout
 
 
+def _load_tensors(targets: dict[str, Any], folder: Path, checkpoint: Mapping[str, Any], no_dist: bool = False) -> None:
+    # The reader is a leaf (it imports nothing of this module), imported here because it imports
+    # torch.distributed.checkpoint, which takes about half a second: paid when a sharded checkpoint is loaded, not by
+    # every import of the package (the Trainer's, the command line's).
+    from composer.utils.checkpoint.sharded_reader import load_tensors
+
+    load_tensors(targets, folder, checkpoint, no_dist=no_dist)
+
+
 def _temporary_folder(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}")
 
@@ -251,7 +230,7 @@ def _replace_folder(tmp: Path, path: Path) -> None:
         old = path.with_name(f".{path.name}.old.tmp-{os.getpid()}")
         os.replace(path, old)
     os.replace(tmp, path)
-    _fsync_folder(path.parent)
+    fsync_folder(path.parent)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
 
@@ -263,7 +242,7 @@ def _merge(shares: Sequence[Mapping[str, str]]) -> dict[str, str]:
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
-        _hash_rest(f, digest)
+        hash_rest(f, digest)
     return digest.hexdigest()
 
 
@@ -291,7 +270,7 @@ def read_sharded_checkpoint(path: str | os.PathLike[str], *, verify: bool = True
             "has written its shards. Use an older checkpoint (autoresume falls back to one by itself).",
             reason=f"an incomplete sharded checkpoint (no {STATE_FILE})",
         )
-    payload = read_checkpoint(entry_path(path, STATE_FILE, source=f"the sharded checkpoint {path}"), verify=verify)
+    payload = read_checkpoint_file(entry_path(path, STATE_FILE, source=f"the sharded checkpoint {path}"), verify=verify)
     if (
         not isinstance(payload.get("metadata"), dict)
         or not payload["metadata"].get("sharded")
@@ -340,9 +319,6 @@ def load_sharded_checkpoint(
             the folder does not hold what ``composer.pt`` records (see :func:`read_sharded_checkpoint`).
         ValueError: If the model's keys or shapes do not match the checkpoint's (``strict``; ``ignore_keys`` aside).
     """
-    from composer.utils.checkpoint.loading import _check_keys
-    from composer.utils.checkpoint.sharded_reader import load_tensors
-
     path = Path(path)
     if not is_sharded(state.model):
         raise CheckpointError(
@@ -356,7 +332,7 @@ def load_sharded_checkpoint(
     layout: Mapping[str, Any] = checkpoint["tensors"]
     own = bare_model_state(state.model)
     saved_keys = [name.split("/", 1)[1] for name in layout if name.startswith("model/")]
-    wanted = _check_keys(list(own), saved_keys, strict=strict, ignore_keys=ignore_keys)
+    wanted = check_keys(list(own), saved_keys, strict=strict, ignore_keys=ignore_keys)
     mismatched = [
         f"{key}: saved {tuple(layout['model/' + key][0])}, model {tuple(own[key].shape)}"
         for key in wanted
@@ -376,11 +352,36 @@ def load_sharded_checkpoint(
                 _optimizer_targets(i, optimizer, saved, layout, targets)
                 for i, (optimizer, saved) in enumerate(zip(state.optimizers, saved_optimizers))
             ]
-    load_tensors(targets, path, checkpoint)
+    _load_tensors(targets, path, checkpoint)
     # DCP loaded the weights into the model's own shards in place; loading them again keeps the model's hooks honest.
     state_of_model = {key: targets[f"model/{key}"] for key in wanted}
     state.model.load_state_dict(state_of_model, strict=False)
     return rest
+
+
+def restore_sharded(
+    state: State,
+    checkpoint: Mapping[str, Any],
+    *,
+    weights_only: bool,
+    strict: bool,
+    ignore_keys: Sequence[str],
+    path: Any,
+) -> None:
+    """Restores the sharded checkpoint at ``path`` (``checkpoint``: :func:`read_sharded_checkpoint`'s) into
+    ``state``; see :func:`~composer.utils.checkpoint.restore_checkpoint`. A collective.
+
+    Raises:
+        CheckpointError: If a full restore is asked of a checkpoint that holds only weights, or see
+            :func:`load_sharded_checkpoint`.
+    """
+    if checkpoint["metadata"].get("weights_only", False) and not weights_only:
+        raise weights_only_error(path)
+    rest = load_sharded_checkpoint(
+        state, checkpoint, path, weights_only=weights_only, strict=strict, ignore_keys=ignore_keys
+    )
+    if not weights_only:
+        state.load_state_dict({**without_rank_states(rest), **own_rank_states(rest.get("rank_states"), state, path)})
 
 
 def _optimizer_targets(
@@ -432,8 +433,6 @@ def convert_sharded_to_full(src: str | os.PathLike[str], dst: str | os.PathLike[
         CheckpointError: If ``src`` is not a complete sharded checkpoint, fails its checksums, or declares anything
             its ``composer.pt`` does not record (see :mod:`~composer.utils.checkpoint.sharded_index`).
     """
-    from composer.utils.checkpoint.sharded_reader import load_tensors
-
     src, dst = Path(src), Path(dst)
     if dst.is_dir():
         raise ValueError(
@@ -452,7 +451,7 @@ def convert_sharded_to_full(src: str | os.PathLike[str], dst: str | os.PathLike[
     tensors = {name: torch.empty(shape, dtype=dtype) for name, (shape, dtype, _sharded) in layout.items()}
     with warnings.catch_warnings():  # DCP warns that there is no process group: that is the intent
         warnings.filterwarnings("ignore", "torch.distributed is disabled, unavailable or uninitialized")
-        load_tensors(tensors, src, checkpoint, no_dist=True)
+        _load_tensors(tensors, src, checkpoint, no_dist=True)
     content = dict(checkpoint["state"])
     content["model"] = {name.split("/", 1)[1]: t for name, t in tensors.items() if name.startswith("model/")}
     if "optimizers" in content:
@@ -467,6 +466,6 @@ def convert_sharded_to_full(src: str | os.PathLike[str], dst: str | os.PathLike[
         content["optimizers"] = optimizers
     metadata = {**checkpoint["metadata"], "sharded": False, "converted_from": str(src)}
     payload = {"format_version": FORMAT_VERSION, "metadata": metadata, "state": content}
-    _check_plain(payload, "checkpoint")
-    _atomic_write(dst, lambda tmp: _write_torch(payload, tmp))
+    check_plain(payload, "checkpoint")
+    atomic_write(dst, lambda tmp: write_torch(payload, tmp))
     return dst

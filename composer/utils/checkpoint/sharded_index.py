@@ -30,11 +30,10 @@ from typing import Any
 import torch
 
 from composer.utils.checkpoint.entry_paths import entry_path
-from composer.utils.checkpoint.reading import CheckpointError
+from composer.utils.checkpoint.errors import CheckpointError
+from composer.utils.checkpoint.naming import DCP_INDEX, STATE_FILE
 
-__all__ = ["DCP_INDEX", "check_layout", "read_index", "refusal"]
-
-DCP_INDEX = ".metadata"  # DCP's index of every tensor's shards, written by rank 0
+__all__ = ["check_layout", "read_index", "refusal"]
 
 
 def refusal(folder: str | os.PathLike[str], problem: str, reason: str) -> CheckpointError:
@@ -71,7 +70,7 @@ def check_layout(payload: Mapping[str, Any], folder: str | os.PathLike[str]) -> 
     if not isinstance(files, dict) or not isinstance(layout, dict):
         raise refusal(folder, "its composer.pt lacks the file list or the tensors' layout", "no file list or layout")
     for name, digest in files.items():
-        entry_path(folder, name, source=f"the file list of {Path(folder) / 'composer.pt'}")
+        entry_path(folder, name, source=f"the file list of {Path(folder) / STATE_FILE}")
         if not isinstance(digest, str):
             raise refusal(folder, f"composer.pt lists {name!r} with no SHA-256", f"no checksum for {name!r}")
     if DCP_INDEX not in files:

@@ -26,7 +26,7 @@ from torch.distributed.checkpoint.metadata import Metadata, StorageMeta
 from torch.distributed.checkpoint.planner import LoadPlan, LoadPlanner, ReadItem
 from torch.futures import Future
 
-from composer.utils.checkpoint.reading import CheckpointError
+from composer.utils.checkpoint.errors import CheckpointError
 from composer.utils.checkpoint.sharded_index import read_index, refusal
 
 __all__ = ["SafeLoadPlanner", "load_tensors"]

@@ -33,10 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from composer.utils import dist
-from composer.utils.checkpoint import find_checkpoints
-from composer.utils.checkpoint.sharded import DCP_INDEX, STATE_FILE, shard_files
-from composer.utils.object_store.checkpoint_folder import RemoteCheckpointFolder
-from composer.utils.object_store.checkpoint_uploads import check_upload_failure_policy
+from composer.utils.checkpoint.naming import DCP_INDEX, STATE_FILE, find_checkpoints, shard_files
+from composer.utils.checkpoint.remote_folder import RemoteCheckpointFolder
+from composer.utils.checkpoint.uploads import check_upload_failure_policy
 from composer.utils.object_store.uploader import BackgroundUploader, UploadError
 
 __all__ = ["ShardedUploads"]

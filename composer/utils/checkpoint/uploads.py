@@ -22,8 +22,8 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from composer.utils.checkpoint import find_checkpoints
-from composer.utils.object_store.checkpoint_folder import RemoteCheckpointFolder
+from composer.utils.checkpoint.naming import find_checkpoints
+from composer.utils.checkpoint.remote_folder import RemoteCheckpointFolder
 from composer.utils.object_store.s3 import ObjectStoreError
 from composer.utils.object_store.uploader import BackgroundUploader
 

@@ -20,9 +20,10 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from composer.utils.checkpoint import CheckpointError, find_checkpoints, prune_checkpoints
 from composer.utils.checkpoint.entry_paths import entry_path
-from composer.utils.checkpoint.sharded import DCP_INDEX, STATE_FILE
+from composer.utils.checkpoint.errors import CheckpointError
+from composer.utils.checkpoint.naming import DCP_INDEX, STATE_FILE, find_checkpoints, prune_checkpoints
+from composer.utils.checkpoint.reading import read_checkpoint_file
 from composer.utils.checkpoint.sharded_index import check_layout
 from composer.utils.object_store.options import StorageOptions
 from composer.utils.object_store.s3 import ObjectInfo, S3ObjectStore
@@ -251,8 +252,6 @@ class RemoteCheckpointFolder:
             CheckpointError: If ``composer.pt`` is missing (an unfinished upload), damaged, or not a sharded
                 checkpoint's (then its download is deleted).
         """
-        from composer.utils.checkpoint import read_checkpoint
-
         where = self.url.join(name)
         if self.store.head(self.url.key(f"{name}/{STATE_FILE}")) is None:
             raise CheckpointError(
@@ -262,7 +261,7 @@ class RemoteCheckpointFolder:
             )
         state_file = self.download(f"{name}/{STATE_FILE}")
         try:
-            payload = read_checkpoint(state_file)
+            payload = read_checkpoint_file(state_file)
             if "files" not in payload:
                 raise CheckpointError(f"{where}/{STATE_FILE} is not a sharded checkpoint's.", reason="not sharded")
             check_layout(payload, state_file.parent)
