@@ -4,7 +4,9 @@ Every figure is the wall time of a fresh interpreter, measured in the same run a
 commands take turns, one round after another (interleaved, so that the load of a shared machine falls on all alike),
 and the table gives the median over the rounds, its ratio to the median of ``import torch``, and the difference.
 
-* ``composer --help``, ``composer list``, ``composer train --help``: these import no torch;
+* ``composer --help``, ``composer list``, ``composer train --help``: these import no torch; ``composer --help`` and
+  ``composer list`` also with a cold cache (a fresh ``XDG_CACHE_HOME``, as right after an install: the list then
+  generates the view of the registries from their sources);
 * ``composer train`` with a recipe whose mistake is a type (``train_batch_size=big``) or a misspelled method name:
   the message comes back before torch is imported;
 * ``composer train`` with a recipe whose mistake is a value (``algorithms.mixup.alpha=-1``): found by building the
@@ -29,6 +31,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -103,10 +106,15 @@ print(json.dumps({"after torch": time.perf_counter() - start}))
 """
 
 
+COLD = " (cold cache)"  # a label ending so runs with an empty XDG_CACHE_HOME
+
+
 def cases(python: str) -> dict[str, tuple[list[str], int]]:
     """Label -> (command, the exit status it must end with)."""
     cli = [python, "-m", "composer.cli"]
     return {
+        "composer --help" + COLD: ([*cli, "--help"], 0),
+        "composer list" + COLD: ([*cli, "list"], 0),
         'python -c "import torch"': ([python, "-c", "import torch"], 0),
         "composer --help": ([*cli, "--help"], 0),
         "composer list": ([*cli, "list"], 0),
@@ -120,12 +128,15 @@ def cases(python: str) -> dict[str, tuple[list[str], int]]:
     }
 
 
-def run_once(command: list[str], expected: int) -> tuple[float, dict[str, float]]:
+def run_once(command: list[str], expected: int, cold: bool = False) -> tuple[float, dict[str, float]]:
     """The wall time of one run and what it printed as JSON (its in-process figures), if anything."""
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
-    wall = time.perf_counter() - start
+    with tempfile.TemporaryDirectory(prefix="startup-cold-") as empty:
+        if cold:
+            env["XDG_CACHE_HOME"] = empty
+        start = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
+        wall = time.perf_counter() - start
     if done.returncode != expected:
         raise SystemExit(f"{command[:4]} exited {done.returncode}, expected {expected}:\n{done.stderr[-2000:]}")
     last = done.stdout.strip().splitlines()[-1:] if done.stdout.strip() else []
@@ -142,7 +153,7 @@ def main() -> None:
     inner: dict[str, dict[str, list[float]]] = {label: {} for label in table}
     for _ in range(args.rounds):
         for label, (command, expected) in table.items():
-            wall, figures = run_once(command, expected)
+            wall, figures = run_once(command, expected, cold=label.endswith(COLD))
             walls[label].append(wall)
             for name, value in figures.items():
                 inner[label].setdefault(name, []).append(value)

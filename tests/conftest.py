@@ -26,3 +26,15 @@ def s3_env(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Server:
     monkeypatch.delenv("AWS_PROFILE", raising=False)
     monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
     return s3_server
+
+
+@pytest.fixture
+def registries_restored() -> Iterator[None]:
+    """What a test registers (``composer.config.register``) is removed after it: the tests share one process."""
+    from composer.config import REGISTRIES  # imports every registered class: only the tests that use this pay
+
+    before = {kind: dict(registry) for kind, registry in REGISTRIES.items()}
+    yield
+    for kind, registry in REGISTRIES.items():
+        registry.clear()
+        registry.update(before[kind])

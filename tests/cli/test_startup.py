@@ -8,8 +8,10 @@ costs a few hundred milliseconds because nothing heavy is imported.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -30,8 +32,9 @@ print(json.dumps({"code": code, "out": out.getvalue(), "err": err.getvalue(), "m
 """
 
 
-def _run(*argv: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", _PROBE, *argv], capture_output=True, text=True, check=True)
+def _run(*argv: str, cache: Path | None = None) -> dict:
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)} if cache is not None else None
+    done = subprocess.run([sys.executable, "-c", _PROBE, *argv], capture_output=True, text=True, check=True, env=env)
     return json.loads(done.stdout)
 
 
@@ -41,6 +44,7 @@ def _run(*argv: str) -> dict:
         ["--help"],
         ["list"],
         ["list", "algorithms"],
+        ["list", "datasets", "image_folder"],
         ["train", "--help"],
         ["eval", "--help"],
         ["compare", "--help"],
@@ -53,6 +57,14 @@ def test_help_and_list_import_no_torch(argv):
     assert result["code"] == 0 and result["out"]
     imported = [name for name in HEAVY if name in result["modules"]]
     assert imported == [], f"composer {' '.join(argv)} imported {imported}"
+
+
+def test_a_cold_cache_generates_the_view_without_torch(tmp_path):
+    """Right after an install (nothing cached), the view of the registries is generated from their sources."""
+    result = _run("list", "datasets", "image_folder", cache=tmp_path)
+    assert result["code"] == 0 and "crop_size" in result["out"]
+    assert [name for name in HEAVY if name in result["modules"]] == []
+    assert list((tmp_path / "opencomposer").glob("registry-view-*.json"))
 
 
 @pytest.mark.parametrize(

@@ -29,18 +29,6 @@ def test_not_run_markers_give_a_reason():
             assert marker.strip(), f"{page.name}: a not-run block needs its reason"
 
 
-@pytest.fixture
-def registries_restored():
-    """What a page registers (``composer.config.register``) is removed after it: the pages share one process."""
-    from composer.config import REGISTRIES
-
-    before = {kind: dict(registry) for kind, registry in REGISTRIES.items()}
-    yield
-    for kind, registry in REGISTRIES.items():
-        registry.clear()
-        registry.update(before[kind])
-
-
 @pytest.mark.parametrize("page", PAGES, ids=lambda path: path.stem)
 def test_guide_code_runs(page, tmp_path, monkeypatch, registries_restored):
     monkeypatch.chdir(tmp_path)  # what an example writes lands here
