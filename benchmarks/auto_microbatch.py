@@ -9,7 +9,7 @@ per-step times and of the per-round ratio ('auto' / fixed).
 
 With ``--fsdp`` the script launches itself on 2 CPU ranks (torchrun, gloo, one thread each) and both Trainers shard
 the MLP with FSDP, every Linear a unit: then 'auto' also passes a checkpoint (one small all-reduce, read on the host)
-before every FSDP collective (``composer.trainer.oom_agreement``), and that is what the ratio shows.
+before every FSDP collective (``composer.distributed.oom_agreement``), and that is what the ratio shows.
 
 Run:  .venv/bin/python benchmarks/auto_microbatch.py [--steps 400] [--rounds 7] [--fsdp]
 """

@@ -7,7 +7,7 @@ device (TF32 off, so the comparisons are float32-exact up to reduction order):
 
 * ``nccl_init``: the process group comes up on NCCL and an all_reduce gives the right sum;
 * ``ddp``: DistributedDataParallel (device_ids=[0]) trains to the unwrapped result;
-* ``fsdp``: :func:`composer.trainer.fsdp.prepare_fsdp_module` (every Linear a unit), optimizer built before, trains
+* ``fsdp``: :func:`composer.distributed.fsdp.prepare_fsdp_module` (every Linear a unit), optimizer built before, trains
   to the unwrapped result, and the gathered full state dict loads into an unwrapped model;
 * ``fsdp_bf16``: ``param_dtype='bf16'``: forward sees bfloat16 weights, the shards stay float32, close to float32;
 * ``fsdp_cpu_offload``: ``cpu_offload=True``: the shards live on the CPU and the step runs;
@@ -57,7 +57,7 @@ import torch
 import torch.distributed as torch_dist
 from torch import nn
 
-from composer.trainer.fsdp import FSDPConfig, full_model_state_dict, prepare_fsdp_module
+from composer.distributed.fsdp import FSDPConfig, full_model_state_dict, prepare_fsdp_module
 
 __all__: list[str] = []
 
@@ -368,8 +368,8 @@ def check_export_and_generate(device: torch.device, steps: int) -> str:
     from torch.nn.parallel import DistributedDataParallel
 
     from composer.callbacks import generate
+    from composer.distributed.fsdp import FSDPConfig, prepare_fsdp_module
     from composer.models import GPT, GPTConfig, simple_cnn
-    from composer.trainer.fsdp import FSDPConfig, prepare_fsdp_module
     from composer.utils import export_for_inference
     from composer.utils.export import is_onnx_available
 

@@ -25,7 +25,19 @@ ALLOWED = {
     "functional": {"core", "utils", "models", "algorithms", "functional"},
     "callbacks": {"core", "utils", "callbacks"},
     "loggers": {"core", "utils", "loggers"},
-    "trainer": {"core", "utils", "models", "optim", "algorithms", "callbacks", "loggers", "datasets", "trainer"},
+    "distributed": {"core", "utils", "distributed"},
+    "trainer": {
+        "core",
+        "utils",
+        "models",
+        "optim",
+        "algorithms",
+        "callbacks",
+        "loggers",
+        "datasets",
+        "distributed",
+        "trainer",
+    },
 }
 
 

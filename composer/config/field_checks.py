@@ -239,7 +239,7 @@ def _scaled_duration_problems(values: Mapping[str, Any]) -> list[ConfigError]:
 
 
 def _device_problems(values: Mapping[str, Any]) -> list[ConfigError]:
-    from composer.trainer.devices import resolve_device
+    from composer.utils.devices import resolve_device
 
     device = values.get("device")
     if not isinstance(device, str):
@@ -254,7 +254,7 @@ def _device_problems(values: Mapping[str, Any]) -> list[ConfigError]:
 
 def _fsdp_problems(values: Mapping[str, Any]) -> list[ConfigError]:
     """``fsdp_config``'s keys and values (whether the run is launched is the Trainer's to check)."""
-    from composer.trainer.fsdp import FSDPConfig
+    from composer.distributed.fsdp import FSDPConfig
 
     config = values.get("fsdp_config")
     if not isinstance(config, Mapping):
@@ -282,7 +282,7 @@ def _profiler_problems(values: Mapping[str, Any]) -> list[ConfigError]:
 
 def _named_problems(values: Mapping[str, Any]) -> list[ConfigError]:
     """The precision and the distributed strategy: names from a fixed set."""
-    from composer.trainer.distributed import DDPSyncStrategy
+    from composer.distributed.ddp import DDPSyncStrategy
 
     problems: list[ConfigError] = []
     for name, choices in (

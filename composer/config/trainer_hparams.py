@@ -224,7 +224,7 @@ class TrainerHparams(Hparams):
     ``save_overwrite``, ``save_weights_only``, ``load_path``, ``load_weights_only``, ``load_strict_model_weights``,
     ``load_ignore_keys``, ``autoresume``, ``storage_options`` and ``on_upload_failure`` (for ``s3://`` locations),
     and for runs launched on several processes ``dist_timeout``, ``ddp_sync_strategy``, ``find_unused_parameters``
-    and ``fsdp_config`` (a mapping of :class:`~composer.trainer.fsdp.FSDPConfig` fields); and ``check_finite`` (stop
+    and ``fsdp_config`` (a mapping of :class:`~composer.distributed.fsdp.FSDPConfig` fields); and ``check_finite`` (stop
     on a NaN or infinite loss and never checkpoint non-finite weights; false for runs that handle them themselves);
     and ``profiler`` (true, or a mapping of :class:`~composer.trainer.profiler.Profiler` fields: ``{active: 3,
     folder: prof/{run_name}}``); and
@@ -248,7 +248,7 @@ class TrainerHparams(Hparams):
     seed: StrictInt | None = None
     device: str | None = None
     precision: str = "fp32"
-    grad_accum: StrictInt | StrictStr = 1  # or 'auto': see composer.trainer.microbatching
+    grad_accum: StrictInt | StrictStr = 1  # or 'auto': see composer.distributed.microbatching
     grad_clip_norm: StrictFloat | StrictInt | None = None
     scale_schedule_ratio: StrictFloat | StrictInt = 1.0
     step_schedulers_every_batch: bool = True

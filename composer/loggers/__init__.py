@@ -22,6 +22,7 @@ from composer.utils.porting import pointer_getattr
 __all__ = [
     "LOGGERS",
     "LOGGER_HPARAMS",
+    "RANK_ZERO_DESTINATIONS",
     "BufferedDestination",
     "CSVLogger",
     "CSVLoggerHparams",
@@ -94,3 +95,16 @@ LOGGER_HPARAMS: dict[str, type[Hparams]] = {
     "wandb": WandBLoggerHparams,
 }
 """Each registry name mapped to the config class (``*Hparams``) that builds its destination from a recipe."""
+
+RANK_ZERO_DESTINATIONS: tuple[type[LoggerDestination], ...] = (
+    ConsoleLogger,
+    CSVLogger,
+    FileLogger,
+    MLflowLogger,
+    ProgressBarLogger,
+    TensorboardLogger,
+    WandBLogger,
+)
+"""Destinations that write to the console, files or an experiment tracker: a launched Trainer keeps them (and their
+subclasses) on rank 0 only. Others (``InMemoryLogger``, your own) run on every rank; check ``state.rank`` in them if
+they write somewhere."""

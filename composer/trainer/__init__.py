@@ -1,4 +1,4 @@
-"""The Trainer and what its loop calls into (devices, precision, schedulers, the profiler, compilation, preemption)."""
+"""The Trainer and what its loop calls into (precision, schedulers, the profiler, compilation, preemption)."""
 
 from composer.trainer.compilation import Compilation
 from composer.trainer.preemption import Interrupted, Preempted

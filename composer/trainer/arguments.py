@@ -447,7 +447,7 @@ def check_scheduler_optimizers(schedulers: Sequence[Any], optimizers: Sequence[t
 
 def check_grad_accum(grad_accum: Any) -> tuple[int, bool]:
     """The microbatch count to start at and whether it adapts: ``(n, False)`` for a positive int ``n``, ``(1, True)``
-    for ``'auto'`` (see :mod:`composer.trainer.microbatching`); anything else raises, naming the fix.
+    for ``'auto'`` (see :mod:`composer.distributed.microbatching`); anything else raises, naming the fix.
 
     Example:
         >>> check_grad_accum(4), check_grad_accum("auto")

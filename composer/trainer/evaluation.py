@@ -42,10 +42,10 @@ from composer.core.event import Event
 from composer.core.logging.logger import Logger, LogLevel
 from composer.core.state import State
 from composer.core.time import TimeUnit
+from composer.distributed.microbatching import Microbatching, describe_out_of_memory, join_outputs
+from composer.distributed.parallelism import Parallelism
 from composer.models.base import ComposerModel
-from composer.trainer.devices import batch_to_device
-from composer.trainer.microbatching import Microbatching, describe_out_of_memory, join_outputs
-from composer.trainer.parallelism import Parallelism
+from composer.utils.devices import batch_to_device
 
 __all__ = ["EvaluationLoop"]
 
@@ -178,7 +178,7 @@ class EvaluationLoop:
         """EVAL_BEFORE_FORWARD ... EVAL_AFTER_FORWARD for ``state.batch``; returns each (part, its outputs).
 
         One part, unless ``grad_accum='auto'`` found that this evaluator's batches run out of memory: then the batch
-        is split (:mod:`composer.trainer.microbatching`), each part's events fire in turn, and ``state.outputs`` is
+        is split (:mod:`composer.distributed.microbatching`), each part's events fire in turn, and ``state.outputs`` is
         the parts' outputs joined. An attempt that runs out of memory is dropped whole and the batch run again in
         twice as many parts; the caller updates the metrics only with the parts of the attempt that succeeded.
         Under FSDP with ``'auto'`` every rank settles each attempt with the others and runs as many forward passes.

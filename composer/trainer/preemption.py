@@ -21,11 +21,12 @@ signal that arrives after the last batch's check (during the final evaluation or
 final checkpoint included, and then raise :class:`Preempted`.
 
 Launched on several processes, every rank stops after the same batch (a sharded checkpoint needs every rank's shards
-of one batch), agreed without a collective of its own on most steps: see :class:`StopAgreement`. The ranks wait for
-each other while saving (up to the grace period), so ``dist_timeout`` must be longer than it (300 s by default). The handlers are
-installed when ``fit`` starts and the previous ones put back when it ends; nothing is installed at import, and a
-``fit`` outside the main thread (where Python cannot set handlers) warns once and handles nothing. A handler set
-outside Python, or a signal that is ignored (``SIG_IGN``: a background job's SIGINT), is left as it is. The
+of one batch), agreed without a collective of its own on most steps: see
+:class:`~composer.distributed.stop_agreement.StopAgreement`. The ranks wait for each other while saving (up to the
+grace period), so ``dist_timeout`` must be longer than it (300 s by default). The handlers are installed when
+``fit`` starts and the previous ones put back when it ends; nothing is installed at import, and a ``fit`` outside the
+main thread (where Python cannot set handlers) warns once and handles nothing. A handler set outside Python, or a
+signal that is ignored (``SIG_IGN``: a background job's SIGINT), is left as it is. The
 DataLoader workers started while ``fit`` runs get process groups of their own (:func:`shield_workers`): a signal to
 the whole process group (torchrun passes SIGTERM on that way) would otherwise kill them, and the batch with them.
 
@@ -46,9 +47,9 @@ from collections.abc import Callable, Iterable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-import torch
 from torch.utils.data import DataLoader
 
+from composer.distributed.stop_agreement import StopAgreement
 from composer.utils import dist
 from composer.utils.object_store import UploadError
 
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
     from composer.callbacks.checkpoint_saver import CheckpointSaver
     from composer.core.state import State
 
-__all__ = ["Interrupted", "Preempted", "Preemption", "StopAgreement", "shield_workers"]
+__all__ = ["Interrupted", "Preempted", "Preemption", "shield_workers"]
 
 log = logging.getLogger(__name__)
 
@@ -104,75 +105,6 @@ class Interrupted(Preempted, KeyboardInterrupt):
         checkpoint (str | None): The checkpoint saved, as for :class:`Preempted`.
         complete (bool): Whether the checkpoint is complete where ``checkpoint`` says.
     """
-
-
-class StopAgreement:
-    """Whether to stop after this batch: the same answer on every rank, at almost no cost per batch.
-
-    A rank that receives a signal sets :attr:`requested`. Unlaunched, that is the answer. Launched, every rank must
-    stop after the same batch, so the ranks combine their requests, but without a collective of their own per step:
-
-    * when the batch's sample and token counts are all-reduced anyway (batches of different sizes, or token counts:
-      :func:`~composer.trainer.distributed.batch_totals`), the request rides on that all-reduce (:meth:`carried`), and
-      the answer is known after every batch;
-    * otherwise the ranks all-reduce (MAX) their requests every ``k`` batches, ``k`` chosen so that a check comes
-      about every ``check_every`` seconds: the same all-reduce carries the longest time per batch any rank measured
-      since the previous check, from which every rank computes the same next ``k``. A signal is then acted on within
-      about ``check_every`` seconds plus a batch, for one all-reduce of two numbers per ``check_every`` seconds.
-
-    Args:
-        launched (bool): Whether this process trains with others (``torch.distributed``, world size > 1).
-        check_every (float): Seconds between checks, when the request cannot ride on the counts.
-
-    Example:
-        >>> agreement = StopAgreement(launched=False)
-        >>> agreement.agreed()
-        False
-        >>> agreement.requested = True
-        >>> agreement.agreed()
-        True
-    """
-
-    MAX_BATCHES = 10_000  # at most this many batches between two checks
-
-    def __init__(self, launched: bool, check_every: float = 1.0) -> None:
-        self.launched = launched
-        self.check_every = check_every
-        self.requested = False
-        self._carried: bool | None = None
-        self._countdown = 1
-        self._every = 1
-        self._since: float | None = None
-
-    def reset(self) -> None:
-        """Forgets the request and starts the schedule again (every rank, when ``fit`` starts)."""
-        self.requested, self._carried = False, None
-        self._countdown = self._every = 1
-        self._since = None
-
-    def carried(self, any_requested: bool | None) -> None:
-        """What the batch's counts' all-reduce said (whether any rank requested a stop); None: it made none."""
-        self._carried = any_requested
-
-    def agreed(self) -> bool:
-        """Called after every batch, on every rank: whether the ranks stop now."""
-        if not self.launched:
-            return self.requested
-        carried, self._carried = self._carried, None
-        if carried is not None:
-            return carried
-        self._countdown -= 1
-        return self._countdown <= 0 and self._check()
-
-    def _check(self) -> bool:
-        per_batch = 0.0 if self._since is None else (time.monotonic() - self._since) / self._every
-        votes = torch.tensor([float(self.requested), per_batch], dtype=torch.float64, device=dist.collective_device())
-        stop, per_batch = (float(v) for v in dist.all_reduce(votes, "max").tolist())
-        # The same reduced numbers on every rank, so the same next interval.
-        self._every = max(1, int(min(self.MAX_BATCHES, self.check_every / per_batch))) if per_batch > 0 else 1
-        self._countdown = self._every
-        self._since = time.monotonic()
-        return stop > 0
 
 
 class _OwnProcessGroup:

@@ -26,6 +26,11 @@ from composer.core.logging.logger import Logger, LoggerDestination, LogLevel
 from composer.core.precision import Precision
 from composer.core.state import State
 from composer.core.time import Time, TimeUnit
+from composer.distributed.ddp import DDPSyncStrategy
+from composer.distributed.fsdp import FSDPConfig
+from composer.distributed.microbatching import Microbatching, sum_losses, weight_loss
+from composer.distributed.parallelism import Parallelism
+from composer.loggers import RANK_ZERO_DESTINATIONS
 from composer.loggers.progress_bar import ProgressBarLogger
 from composer.models.base import ComposerModel
 from composer.trainer.arguments import (
@@ -45,18 +50,14 @@ from composer.trainer.arguments import (
 )
 from composer.trainer.checkpointing import Checkpointing, epoch_batches, run_config
 from composer.trainer.compilation import Compilation, compile_options
-from composer.trainer.devices import batch_to_device
-from composer.trainer.distributed import DDPSyncStrategy
 from composer.trainer.evaluation import EvaluationLoop
 from composer.trainer.fit_warnings import warn_before_fit
-from composer.trainer.fsdp import FSDPConfig
-from composer.trainer.microbatching import Microbatching, sum_losses, weight_loss
-from composer.trainer.parallelism import Parallelism
 from composer.trainer.precision import make_grad_scaler, precision_context
-from composer.trainer.preemption import Preemption
+from composer.trainer.preemption import Preempted, Preemption
 from composer.trainer.profiler import Profiler, ProfilerSession, resolve_profiler, unprofiled, unprofiled_batches
 from composer.trainer.schedulers import TrainerSchedulers
 from composer.utils.checkpoint import save_checkpoint
+from composer.utils.devices import batch_to_device
 from composer.utils.module_surgery import update_optimizer_params
 from composer.utils.seeding import configure_deterministic_mode, new_seed, seed_all
 
@@ -87,11 +88,11 @@ class Trainer:
             ``'auto'``: start at 1 (or at a loaded checkpoint's count) and, whenever a batch runs out of GPU memory
             (``torch.cuda.OutOfMemoryError``), free what it allocated, double the count (halve the microbatch) and
             train the batch again from its start, with the same random draws; every rank agrees on the count (under
-            FSDP at every collective: :mod:`composer.trainer.oom_agreement`), the
+            FSDP at every collective: :mod:`composer.distributed.oom_agreement`), the
             update equals a run at the final count, and evaluation batches are split the same way. The count found
             is logged (``trainer/grad_accum``) and saved in checkpoints, so a resumed run continues at it; to start
             a new run at a count found before, pass it as a fixed ``grad_accum=N``. See
-            :mod:`composer.trainer.microbatching`.
+            :mod:`composer.distributed.microbatching`.
         grad_clip_norm (float, optional): Clip the global gradient norm (after unscaling) to this value.
         precision (str | Precision): ``'fp32'``, ``'amp'`` (fp16 with a gradient scaler) or ``'bf16'``.
         scale_schedule_ratio (float): Train ``ratio x max_duration``; composer schedulers stretch to match.
@@ -160,10 +161,10 @@ class Trainer:
             gradient; default: True when an algorithm declares it (LayerFreezing, block StochasticDepth).
         fsdp_config (FSDPConfig | Mapping, optional): Shard the model with FSDP (torch's ``fully_shard``) instead
             of replicating it with DistributedDataParallel: each rank keeps a 1/world_size share of every parameter,
-            gradient and optimizer state (an :class:`~composer.trainer.fsdp.FSDPConfig`, or a mapping of its fields:
+            gradient and optimizer state (an :class:`~composer.distributed.fsdp.FSDPConfig`, or a mapping of its fields:
             which submodules become units, mixed precision, ...). Needs a process group: launch with ``torchrun``
             or ``composer launch -n N`` (or create one yourself, even for a single process). Not with
-            ``precision='amp'``. See ``composer/trainer/DISTRIBUTED.md``.
+            ``precision='amp'``. See ``composer/distributed/DISTRIBUTED.md``.
         check_finite (bool): Stop with :class:`~composer.callbacks.NonFiniteLossError`, naming the batch, when
             the training loss is NaN or infinite, and never write a checkpoint of non-finite weights. The losses
             are read where training waits for the device anyway (epoch ends, checkpoints, the end of ``fit``),
@@ -193,7 +194,7 @@ class Trainer:
     rank, the timer counts all ranks' samples and tokens, each rank reads its share of the data, gradients are
     averaged by DistributedDataParallel (:attr:`ddp_model`; ``state.model`` stays your ComposerModel) or the model is
     sharded in place with ``fsdp_config``, evaluation metrics are reduced over ranks, and only rank 0 writes
-    checkpoints (as an unsharded run) and console or file logs (:attr:`parallel`; ``composer/trainer/DISTRIBUTED.md``).
+    checkpoints (as an unsharded run) and console or file logs (:attr:`parallel`; ``composer/distributed/DISTRIBUTED.md``).
 
     Every callback and logger is closed once (each one's ``close``, then each one's ``post_close``): by
     :meth:`close` (or leaving a ``with Trainer(...) as trainer:`` block), when ``fit`` or the constructor raises,
@@ -349,7 +350,7 @@ class Trainer:
         destinations.extend(console_loggers(log_to_console, console_log_interval))
         destinations.extend(loggers)
         # Launched: one progress bar, each file written once.
-        destinations = self.parallel.rank_zero_destinations(destinations)
+        destinations = self.parallel.rank_zero_destinations(destinations, RANK_ZERO_DESTINATIONS)
         if self.fsdp_config is not None:
             arguments["fsdp_config"] = self.fsdp_config.to_dict()
         self._run_config = run_config({**arguments, "run_name": self.run_name, "seed": self.seed})
@@ -515,7 +516,7 @@ class Trainer:
         try:
             profiling = contextlib.nullcontext() if self.profiler is None else self.profiler.recording(state)
             # Launched: names the rank that raised or hung. Watching: SIGTERM and SIGINT save a checkpoint and stop.
-            with self.parallel.running(state.timer), profiling, self._preemption.watching(state):
+            with self.parallel.running(state.timer, together=(Preempted,)), profiling, self._preemption.watching(state):
                 self._fit_loop()
         except BaseException:
             self.close()
@@ -632,7 +633,7 @@ class Trainer:
 
         With ``grad_accum='auto'``, an attempt that runs out of memory (on any rank) is run again from
         ``BEFORE_TRAIN_BATCH`` with twice the microbatches, on the same batch and random draws
-        (:mod:`composer.trainer.microbatching`).
+        (:mod:`composer.distributed.microbatching`).
         """
         state, engine, listening = self.state, self.engine, self.engine.listening
         full_batch, full_samples = state.batch, state.batch_num_samples

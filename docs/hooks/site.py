@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # Markdown kept next to the code that the site shows as a page: repository path -> page path.
 NOTES = {
     "recipes/README.md": "notes/recipes.md",
-    "composer/trainer/DISTRIBUTED.md": "notes/distributed.md",
+    "composer/distributed/DISTRIBUTED.md": "notes/distributed.md",
     "composer/cli/LAUNCH.md": "notes/launch.md",
 }
 NOTE_TITLES = {

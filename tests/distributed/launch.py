@@ -1,7 +1,7 @@
 """Launching the 2-process CPU jobs of the distributed tests: torchrun, or plain processes with the variables it sets.
 
 :func:`two_rank_train_job` runs tests/trainer/dist_worker.py's ``train`` scenario once per test session (about
-10-20 s, most of it each rank importing torch and composer); tests/trainer/test_distributed.py and
+10-20 s, most of it each rank importing torch and composer); tests/distributed/test_distributed.py and
 tests/utils/test_dist.py both read its results.
 """
 

@@ -1,4 +1,4 @@
-"""The program each rank runs in the multi-process tests of tests/trainer/test_distributed.py.
+"""The program each rank runs in the multi-process tests of tests/distributed/test_distributed.py.
 
 Usage: ``python -m torch.distributed.run --nproc_per_node 2 tests/trainer/dist_worker.py <scenario> <out_dir>``
 (or two plain processes with RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set). Each rank writes what it saw to

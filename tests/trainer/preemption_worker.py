@@ -27,11 +27,11 @@ from torch.utils.data import DataLoader
 from composer import Trainer
 from composer.core import Callback, DataSpec, Event, State
 from composer.core.logging.logger import Logger
-from composer.trainer.fsdp import full_model_state_dict
+from composer.distributed.fsdp import full_model_state_dict
 from composer.trainer.preemption import Preempted
 from composer.utils import dist
+from tests.distributed.test_fsdp_trainer import make_trainer, weights
 from tests.trainer import dist_worker as worker
-from tests.trainer.test_fsdp_trainer import make_trainer, weights
 from tests.trainer.test_sharded_checkpoint import SHARDED
 
 CHECK_EVERY = 0.05  # seconds between the DDP runs' checks: with STEP_SLEEP, a check every few batches

@@ -20,15 +20,15 @@ from torch._dynamo.testing import CompileCounter, CompileCounterWithBackend
 from torch._dynamo.utils import counters
 from torch.utils.data import DataLoader, TensorDataset
 
-import composer.trainer.parallelism as parallelism
+import composer.distributed.parallelism as parallelism
 from composer import Trainer
 from composer.algorithms import LayerFreezing, ProgressiveResizing, SelectiveBackprop, SeqLengthWarmup
 from composer.core import Algorithm, Callback, Event, Logger, State
 from composer.datasets import ByteTextDataset
+from composer.distributed.fsdp import FSDPConfig, full_model_state_dict
 from composer.models import GPT, ComposerClassifier, GPTConfig
 from composer.trainer.checkpointing import Checkpointing
 from composer.trainer.compilation import Compilation, compile_options
-from composer.trainer.fsdp import FSDPConfig, full_model_state_dict
 from tests.common.models import SimpleModel, make_dataloader
 
 

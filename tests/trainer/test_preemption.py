@@ -33,8 +33,8 @@ from composer.trainer.preemption import Interrupted, Preempted
 from composer.utils.object_store import S3ObjectStore
 from tests.common import EventRecorder, SimpleModel, make_dataloader
 from tests.distributed import launch
+from tests.distributed.test_fsdp_trainer import assert_equal
 from tests.trainer import test_resumption as resumption
-from tests.trainer.test_fsdp_trainer import assert_equal
 
 WORKER = Path(__file__).with_name("preemption_worker.py")
 EVENTS = ["batch_start", "after_dataloader", "after_forward", "after_backward", "batch_end"]

@@ -5,7 +5,7 @@ a run stopped at batch 8 and resumed by ``autoresume`` past a partial and an inc
 from a checkpoint saved by one process. In this process, over a process group of one: the 1-rank sharded run whose
 checkpoint the job loads (1 -> 2), a 1-rank run resumed from the job's checkpoint (2 -> 1), and the conversion of a
 sharded checkpoint into one file that an unsharded run loads. The references are those runs' own uninterrupted
-weights (bitwise, for a resume on the same number of ranks) and tests/trainer/test_fsdp_trainer.py's 1-process runs.
+weights (bitwise, for a resume on the same number of ranks) and tests/distributed/test_fsdp_trainer.py's 1-process runs.
 """
 
 from __future__ import annotations
@@ -22,15 +22,15 @@ import torch
 import torch.distributed as torch_dist
 
 from composer.cli.__main__ import main as composer_main
+from composer.distributed.fsdp import FSDPConfig, full_model_state_dict
 from composer.trainer import Trainer
-from composer.trainer.fsdp import FSDPConfig, full_model_state_dict
 from composer.utils import dist
 from composer.utils.checkpoint import CheckpointError, convert_sharded_to_full, read_checkpoint
 from tests.distributed import launch
+from tests.distributed.test_fsdp_trainer import UNITS, assert_close, assert_equal, fsdp_trainer, make_trainer
+from tests.distributed.test_fsdp_trainer import one_rank_loader as one_rank_loader
+from tests.distributed.test_fsdp_trainer import weights as plain_weights
 from tests.trainer import dist_worker as worker
-from tests.trainer.test_fsdp_trainer import UNITS, assert_close, assert_equal, fsdp_trainer, make_trainer
-from tests.trainer.test_fsdp_trainer import one_rank_loader as one_rank_loader
-from tests.trainer.test_fsdp_trainer import weights as plain_weights
 
 SHARDED = {**UNITS, "state_dict_type": "sharded"}
 ONE_RANK = "one_rank"  # the subfolder of the job's folder with the 1-rank sharded run's checkpoints

@@ -30,13 +30,13 @@ import torch
 
 from composer import Callback, Trainer
 from composer.callbacks import CheckpointSaver
-from composer.trainer.fsdp import full_model_state_dict
+from composer.distributed.fsdp import full_model_state_dict
 from composer.utils import dist
 from composer.utils.object_store import S3ObjectStore
 from tests.common.store_proxy import StoreProxy
 from tests.distributed import launch
+from tests.distributed.test_fsdp_trainer import assert_equal, fsdp_trainer
 from tests.trainer import dist_worker as worker
-from tests.trainer.test_fsdp_trainer import assert_equal, fsdp_trainer
 from tests.trainer.test_sharded_checkpoint import SHARDED
 
 pytest.importorskip("moto.server", reason="needs moto[server] (the dev extra)")

@@ -38,8 +38,8 @@ from composer.cli.__main__ import main as composer_main
 from composer.utils.checkpoint import CheckpointError
 from composer.utils.checkpoint.local_io import atomic_write, write_torch
 from composer.utils.checkpoint.remote_folder import SHA256_METADATA_KEY
+from tests.distributed.test_fsdp_trainer import make_trainer, one_rank_loader
 from tests.trainer import dist_worker as worker
-from tests.trainer.test_fsdp_trainer import make_trainer, one_rank_loader
 from tests.trainer.test_sharded_checkpoint import SHARDED
 
 NAME = "ep0-ba2"  # the sharded checkpoint's folder (the default name of batch 2)

@@ -3,7 +3,7 @@
 A model sharded with FSDP's ``fully_shard`` holds its parameters as ``DTensor`` shards under their usual names, and
 its optimizer's state tensors are shards alike. This is the one place that turns them into the state of an unsharded
 run (the model's ``state_dict()``, and ``optimizer.state_dict()`` with parameters numbered, not named) and back:
-full (``state_dict_type='full'``) checkpoints and :mod:`composer.trainer.fsdp`'s ``full_*_state_dict`` helpers both
+full (``state_dict_type='full'``) checkpoints and :mod:`composer.distributed.fsdp`'s ``full_*_state_dict`` helpers both
 use it. Gathering is a collective: every rank gathers each sharded tensor in turn, and only rank 0 keeps the whole
 tensors, on its CPU. Cutting back needs no communication when every rank holds the whole tensor (read from the same
 file); when only rank 0 does, :func:`broadcast_full_state` sends each tensor in turn and every rank keeps its shard.

@@ -32,7 +32,7 @@ every microbatch runs under ``no_sync`` and the gradients are averaged after the
 instead of overlapping it), then rank 0's buffers are broadcast (:func:`broadcast_buffers`, as DDP's
 ``broadcast_buffers`` does). Under FSDP every forward and backward pass is a chain of collectives, so every one of
 them is preceded by a checkpoint where the ranks learn whether one ran out of memory, and after a failure the
-sharded model is reset (``FSDPModule.reset_iter_state``); see :mod:`composer.trainer.oom_agreement`.
+sharded model is reset (``FSDPModule.reset_iter_state``); see :mod:`composer.distributed.oom_agreement`.
 
 Evaluation adapts the same way, per evaluator: an out-of-memory ``eval_forward`` splits the evaluation batch in twice
 as many parts and runs the batch again; the metrics are updated only once every part of the batch has succeeded, so
@@ -63,7 +63,7 @@ import torch
 
 from composer.core.logging.logger import Logger
 from composer.core.state import State
-from composer.trainer.oom_agreement import OutOfMemoryAgreement, PeerOutOfMemoryError, Settlement
+from composer.distributed.oom_agreement import OutOfMemoryAgreement, PeerOutOfMemoryError, Settlement
 from composer.utils import dist
 
 __all__ = [

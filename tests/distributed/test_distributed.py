@@ -1,7 +1,7 @@
 """The Trainer on torch.distributed: 2 CPU processes (gloo, one thread each) against single-process references.
 
 The multi-process tests (marked ``dist``) share one torchrun job (tests/trainer/dist_worker.py, ``train``) and launch
-two more for the faults; the rest test composer.trainer.distributed's helpers in this process, with the launcher's
+two more for the faults; the rest test composer.distributed's helpers in this process, with the launcher's
 environment variables set by hand where they need a rank.
 """
 
@@ -19,19 +19,16 @@ from composer import Trainer
 from composer.algorithms import ChannelsLast, LayerFreezing
 from composer.core import DataSpec, Evaluator
 from composer.core.time import Timer
-from composer.loggers import ConsoleLogger, CSVLogger, InMemoryLogger, ProgressBarLogger
-from composer.trainer.distributed import (
-    DDPSyncStrategy,
+from composer.distributed.data import (
     UnpaddedDistributedSampler,
-    add_rank_note,
     batch_totals,
-    ddp_sync_context,
     distribute_evaluator,
     distribute_train_data,
-    heartbeat,
-    rank_zero_destinations,
     set_sampler_epoch,
 )
+from composer.distributed.ddp import DDPSyncStrategy, ddp_sync_context
+from composer.distributed.process_group import add_rank_note, heartbeat, rank_zero_destinations
+from composer.loggers import RANK_ZERO_DESTINATIONS, ConsoleLogger, CSVLogger, InMemoryLogger, ProgressBarLogger
 from composer.utils.checkpoint import read_checkpoint
 from composer.utils.dist import Heartbeat, RankBeat, describe_lagging, read_heartbeats
 from tests.distributed.launch import start_ranks, stop, torchrun_nodes, two_rank_train_job, wait_for
@@ -366,7 +363,8 @@ def test_loaders_the_trainer_cannot_shard_are_refused_or_warned_about(as_rank_1_
 
 def test_only_rank_zero_keeps_console_and_file_destinations(as_rank_1_of_2, tmp_path):
     memory = InMemoryLogger()
-    kept = rank_zero_destinations([ProgressBarLogger(), ConsoleLogger(), CSVLogger(str(tmp_path / "x.csv")), memory])
+    destinations = [ProgressBarLogger(), ConsoleLogger(), CSVLogger(str(tmp_path / "x.csv")), memory]
+    kept = rank_zero_destinations(destinations, RANK_ZERO_DESTINATIONS)
     assert kept == [memory]
 
 

@@ -22,9 +22,9 @@ from composer import Trainer
 from composer.algorithms import ChannelsLast
 from composer.core import Callback, State
 from composer.core.logging.logger import Logger
+from composer.distributed.fsdp import FSDPConfig, full_model_state_dict
 from composer.functional import apply_channels_last
 from composer.loggers import InMemoryLogger
-from composer.trainer.fsdp import FSDPConfig, full_model_state_dict
 from composer.utils import dist
 from composer.utils.checkpoint import read_checkpoint
 from tests.distributed import launch

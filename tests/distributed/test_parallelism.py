@@ -16,9 +16,9 @@ from torch.utils.data import DataLoader, TensorDataset
 from composer import Trainer
 from composer.core import DataSpec, Evaluator
 from composer.core.time import Timer
-from composer.loggers import ConsoleLogger, InMemoryLogger
+from composer.distributed.parallelism import Parallelism
+from composer.loggers import RANK_ZERO_DESTINATIONS, ConsoleLogger, InMemoryLogger
 from composer.models import ComposerClassifier
-from composer.trainer.parallelism import Parallelism
 
 
 def tiny_model() -> ComposerClassifier:
@@ -43,7 +43,7 @@ def test_unlaunched_everything_passes_through():
     assert parallel.totals(spec, 4, 12) == (4, 12)
     assert list(parallel.eval_batches(iter("ab"), pad=lambda batch: pytest.fail("no padding unlaunched"))) == ["a", "b"]
     destinations = [ConsoleLogger(), InMemoryLogger()]
-    assert parallel.rank_zero_destinations(destinations) == destinations
+    assert parallel.rank_zero_destinations(destinations, RANK_ZERO_DESTINATIONS) == destinations
 
 
 def test_unlaunched_prepare_moves_loads_and_wraps_nothing():
@@ -80,7 +80,7 @@ def test_the_trainer_talks_to_one_parallelism():
 def test_auto_microbatching_with_fsdp_puts_a_checkpoint_before_every_fsdp_collective(group_of_one):  # conftest.py
     from torch.distributed.fsdp import FSDPModule
 
-    from tests.trainer.test_microbatching import OOMClassifier, assert_same_training, train
+    from tests.distributed.test_microbatching import OOMClassifier, assert_same_training, train
 
     units = {"module_classes": ["Linear"], "min_params": None}
     auto = train(OOMClassifier(limit=4), "auto", fsdp_config=units)

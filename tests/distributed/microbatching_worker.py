@@ -1,6 +1,6 @@
-"""The program each rank runs in the 2-rank tests of tests/trainer/test_microbatching.py.
+"""The program each rank runs in the 2-rank tests of tests/distributed/test_microbatching.py.
 
-Usage: ``python -m torch.distributed.run --nproc_per_node 2 tests/trainer/microbatching_worker.py <scenario> <out_dir>``
+Usage: ``python -m torch.distributed.run --nproc_per_node 2 tests/distributed/microbatching_worker.py <scenario> <out_dir>``
 with ``<scenario>`` ``ddp`` or ``fsdp``. Only rank 1 runs out of memory; both ranks must end at the same count and
 the same weights, those of a run with that count fixed. Then rank 1 runs out of memory even with one sample per
 microbatch: both ranks must raise. Each rank writes what it saw to ``<out_dir>/rank<r>.pt``.
@@ -29,14 +29,14 @@ from torch.utils.data import DataLoader
 from composer import Trainer
 from composer.core import Callback, Event, State
 from composer.core.logging.logger import Logger
+from composer.distributed.microbatching import MicrobatchTooSmallError
+from composer.distributed.oom_agreement import PeerOutOfMemoryError
 from composer.loggers import InMemoryLogger
 from composer.models import ComposerClassifier
-from composer.trainer.microbatching import MicrobatchTooSmallError
-from composer.trainer.oom_agreement import PeerOutOfMemoryError
 from composer.utils import dist
 from tests.common import EventRecorder
+from tests.distributed.test_microbatching import OOMClassifier, loader
 from tests.trainer.dist_worker import end_job
-from tests.trainer.test_microbatching import OOMClassifier, loader
 
 PER_RANK_BATCH = 8
 SEED = 11

@@ -16,7 +16,7 @@ import torch.distributed as torch_dist
 import torch.multiprocessing as mp
 from torch import nn
 
-from composer.trainer.fsdp import (
+from composer.distributed.fsdp import (
     FSDPConfig,
     full_model_state_dict,
     full_optimizer_state_dict,

@@ -3,8 +3,9 @@
 The Trainer talks to a single object about the process group, the data each rank reads, how the model is replicated
 (DistributedDataParallel) or sharded (FSDP), when gradients synchronise, what a batch counts over all ranks, how
 evaluation keeps the ranks in step, which log destinations a rank keeps, and which rank an error came from. The
-pieces it calls are in :mod:`composer.trainer.distributed` and :mod:`composer.trainer.fsdp`; this module only decides
-when each applies, so the Trainer's loop reads the same launched or not.
+pieces it calls are in :mod:`composer.distributed.process_group`, :mod:`~composer.distributed.data`,
+:mod:`~composer.distributed.ddp` and :mod:`~composer.distributed.fsdp`; this module only decides when each applies, so
+the Trainer's loop reads the same launched or not.
 
 Unlaunched (one process, no ``fsdp_config``) every method returns at once with what it was given: no process group,
 no wrapper, no collective, and no context entered per microbatch.
@@ -24,30 +25,28 @@ from composer.core.evaluator import Evaluator
 from composer.core.logging.logger import LoggerDestination
 from composer.core.precision import Precision
 from composer.core.time import Timer
-from composer.trainer.devices import resolve_device
-from composer.trainer.distributed import (
-    DDPSyncStrategy,
-    add_rank_note,
-    agree_on_seed,
+from composer.distributed.data import (
     batch_totals,
-    ddp_sync_context,
     distribute_evaluator,
     distribute_train_data,
+    lockstep_batches,
+    set_sampler_epoch,
+)
+from composer.distributed.ddp import DDPSyncStrategy, ddp_sync_context, parameter_layout, rewrap_ddp, wrap_ddp
+from composer.distributed.fsdp import FSDPConfig, prepare_fsdp_module, resolve_fsdp_config
+from composer.distributed.oom_agreement import OutOfMemoryAgreement, install_fsdp_checkpoints
+from composer.distributed.process_group import (
+    add_rank_note,
+    agree_on_seed,
     heartbeat,
     init_distributed,
     is_launched,
-    lockstep_batches,
-    parameter_layout,
     rank_zero_destinations,
-    rewrap_ddp,
     seed_rank,
-    set_sampler_epoch,
-    wrap_ddp,
 )
-from composer.trainer.fsdp import FSDPConfig, prepare_fsdp_module, resolve_fsdp_config
-from composer.trainer.oom_agreement import OutOfMemoryAgreement, install_fsdp_checkpoints
-from composer.trainer.preemption import Preempted, StopAgreement
+from composer.distributed.stop_agreement import StopAgreement
 from composer.utils import dist
+from composer.utils.devices import resolve_device
 
 __all__ = ["Parallelism"]
 
@@ -70,7 +69,7 @@ class Parallelism:
       samples and tokens of all ranks (:meth:`totals`) and keeps FSDP's evaluation forward passes in step
       (:meth:`eval_batches`);
     * after a SIGTERM or SIGINT, has every rank stop after the same batch (:attr:`stop`, a
-      :class:`~composer.trainer.preemption.StopAgreement`: on the counts' all-reduce, or a check about once a second);
+      :class:`~composer.distributed.stop_agreement.StopAgreement`: on the counts' all-reduce, or a check about once a second);
     * keeps the console and file destinations on rank 0 (:meth:`rank_zero_destinations`), and while ``fit`` runs
       (:meth:`running`) names the rank that raised an error or stopped answering.
 
@@ -88,7 +87,7 @@ class Parallelism:
         precision (str | Precision): The run's precision (``'amp'`` cannot be combined with FSDP).
         ddp_sync_strategy (str | DDPSyncStrategy): When accumulated gradients synchronise.
         grad_accum_auto (bool): Whether the run uses ``grad_accum='auto'``: with FSDP, every FSDP collective is
-            then preceded by a checkpoint of :attr:`oom_agreement` (see :mod:`composer.trainer.oom_agreement`).
+            then preceded by a checkpoint of :attr:`oom_agreement` (see :mod:`composer.distributed.oom_agreement`).
 
     Example:
         >>> parallel = Parallelism(device="cpu", dist_timeout=60.0)
@@ -110,7 +109,7 @@ class Parallelism:
         self.device = init_distributed(resolve_device(device), dist_timeout)
         self.launched = is_launched()
         self.fsdp_config = resolve_fsdp_config(fsdp_config, precision)  # needs the process group: after init
-        # grad_accum='auto' under FSDP: a checkpoint before every FSDP collective (composer.trainer.oom_agreement).
+        # grad_accum='auto' under FSDP: a checkpoint before every FSDP collective (composer.distributed.oom_agreement).
         self.oom_agreement = OutOfMemoryAgreement()
         self._fsdp_checkpoints = grad_accum_auto and self.fsdp_config is not None
         self.model: torch.nn.Module | None = None
@@ -139,7 +138,7 @@ class Parallelism:
 
     def shard_train_data(self, spec: DataSpec, *, seed: int) -> DataSpec:
         """The training data with this rank's share (``spec`` itself unlaunched); see
-        :func:`~composer.trainer.distributed.distribute_train_data`."""
+        :func:`~composer.distributed.data.distribute_train_data`."""
         return distribute_train_data(spec, seed=seed) if self.launched else spec
 
     def shard_evaluator(self, evaluator: Evaluator) -> Evaluator:
@@ -201,11 +200,11 @@ class Parallelism:
     def rewrap(self) -> bool:
         """Called after the algorithms of ``Event.FIT_START`` (every ``fit``): when they changed the parameters the
         ``DistributedDataParallel`` wrapper was built over (ChannelsLast's memory format, a parameter replaced or
-        frozen: :func:`~composer.trainer.distributed.parameter_layout`), wraps the model anew for them
-        (:func:`~composer.trainer.distributed.rewrap_ddp`, keeping communication hooks registered on the old
+        frozen: :func:`~composer.distributed.ddp.parameter_layout`), wraps the model anew for them
+        (:func:`~composer.distributed.ddp.rewrap_ddp`, keeping communication hooks registered on the old
         wrapper), so that no gradient is copied into a bucket laid out for other strides. Returns whether
         :attr:`ddp_model` changed (the training forward must call the new one). Nothing unlaunched or under FSDP
-        (see ``composer/trainer/DISTRIBUTED.md``)."""
+        (see ``composer/distributed/DISTRIBUTED.md``)."""
         old = self.ddp_model
         if old is None or parameter_layout(old.module) == self._layout:
             return False
@@ -226,7 +225,7 @@ class Parallelism:
         nothing.
 
         ``deferred``: every microbatch runs without synchronising, whatever the strategy (``grad_accum='auto'``
-        under DDP averages the gradients itself once the ranks agree; see :mod:`composer.trainer.microbatching`).
+        under DDP averages the gradients itself once the ranks agree; see :mod:`composer.distributed.microbatching`).
         """
         if deferred and isinstance(self._synced, DistributedDataParallel):
             return self._synced.no_sync()
@@ -244,7 +243,7 @@ class Parallelism:
 
     def totals(self, spec: DataSpec, num_samples: int, num_tokens: int | None) -> tuple[int, int]:
         """The samples and tokens of this batch over all ranks (tokens 0 when the data counts none), for the timer:
-        this rank's counts unlaunched; see :func:`~composer.trainer.distributed.batch_totals`. When the counts are
+        this rank's counts unlaunched; see :func:`~composer.distributed.data.batch_totals`. When the counts are
         all-reduced, the all-reduce carries this rank's request to stop (:attr:`stop`)."""
         if not self.launched:  # per batch: no call beyond this one
             return num_samples, num_tokens or 0
@@ -257,21 +256,26 @@ class Parallelism:
     def eval_batches(self, batches: Iterable[Any], pad: Callable[[Any], None]) -> Iterator[Any]:
         """This rank's evaluation ``batches``; with FSDP (every forward a collective) the ranks stay in step: one
         whose share has run out calls ``pad(its last batch)`` until all are done (see
-        :func:`~composer.trainer.distributed.lockstep_batches`). Unlaunched and under DDP the batches as they are."""
+        :func:`~composer.distributed.data.lockstep_batches`). Unlaunched and under DDP the batches as they are."""
         return lockstep_batches(batches, pad if self.fsdp_config is not None else None)
 
     # ---- logging and errors ----------------------------------------------------------------------------------------
 
     @staticmethod
-    def rank_zero_destinations(destinations: Sequence[LoggerDestination]) -> list[LoggerDestination]:
-        """The destinations this rank keeps: all on rank 0; on the others, those that do not write to the console,
-        files or a tracker (see :func:`~composer.trainer.distributed.rank_zero_destinations`)."""
-        return rank_zero_destinations(destinations)
+    def rank_zero_destinations(
+        destinations: Sequence[LoggerDestination], rank_zero_only: tuple[type[LoggerDestination], ...]
+    ) -> list[LoggerDestination]:
+        """The destinations this rank keeps: all on rank 0; on the others, those that are no instance of
+        ``rank_zero_only`` (the Trainer passes the destinations that write to the console, files or a tracker: see
+        :func:`~composer.distributed.process_group.rank_zero_destinations`)."""
+        return rank_zero_destinations(destinations, rank_zero_only)
 
     @contextlib.contextmanager
-    def running(self, timer: Timer) -> Iterator[None]:
+    def running(self, timer: Timer, *, together: tuple[type[BaseException], ...] = ()) -> Iterator[None]:
         """The block ``fit`` trains in. Launched: a heartbeat names the rank that stops answering (its hook on the
-        training forward advances it), and an error leaving the block gets a note naming the rank that raised it."""
+        training forward advances it), and an error leaving the block gets a note naming the rank that raised it,
+        unless it is one of ``together``: errors every rank raises at once (the Trainer's ``Preempted``), for which no
+        rank is to blame."""
         if not self.launched:
             yield
             return
@@ -279,7 +283,7 @@ class Parallelism:
             with heartbeat(self._synced, timer) as self.beat:
                 yield
         except BaseException as error:
-            if not isinstance(error, Preempted):  # a preemption stops every rank together: no rank to blame
+            if not isinstance(error, together):
                 add_rank_note(error)
             raise
         finally:

@@ -3,7 +3,7 @@ collective that another will never join: :class:`OutOfMemoryAgreement`.
 
 With ``grad_accum='auto'`` an attempt at a batch may fail on one rank and not on the others. Afterwards every rank
 must learn of it (and retry) and none may be stuck. Under DistributedDataParallel the attempt communicates nothing
-(its gradients are averaged once the ranks agree, see :mod:`composer.trainer.microbatching`), so one all-reduce after
+(its gradients are averaged once the ranks agree, see :mod:`composer.distributed.microbatching`), so one all-reduce after
 the attempt suffices. Under FSDP the forward and backward passes are chains of collectives (each unit all-gathers its
 parameters before it runs, the backward reduce-scatters the gradients): a rank that ran out of memory stops in the
 middle of the chain while the others go on to the next collective.

@@ -19,14 +19,14 @@ from torch.utils.data import DataLoader, TensorDataset
 from composer import Trainer
 from composer.algorithms import LabelSmoothing, MixUp
 from composer.core import Event
-from composer.loggers import InMemoryLogger
-from composer.models import ComposerClassifier
-from composer.trainer.microbatching import (
+from composer.distributed.microbatching import (
     MicrobatchTooSmallError,
     is_out_of_memory,
     join_outputs,
     next_grad_accum,
 )
+from composer.loggers import InMemoryLogger
+from composer.models import ComposerClassifier
 from tests.common import EventRecorder
 
 SEED = 7
@@ -183,7 +183,7 @@ def test_each_batch_event_fires_once_and_the_attempt_events_again_on_a_retry():
 
 def test_the_new_count_is_logged(caplog):
     memory = InMemoryLogger()
-    with caplog.at_level(logging.WARNING, logger="composer.trainer.microbatching"):
+    with caplog.at_level(logging.WARNING, logger="composer.distributed.microbatching"):
         train(OOMClassifier(limit=5), "auto", loggers=[memory], max_duration="1ba")
     assert [value for _, _, value in memory.data["trainer/grad_accum"]] == [2, 4]
     assert [value for _, _, value in memory.data["trainer/microbatch_size"]] == [8, 4]
@@ -231,7 +231,7 @@ def test_a_resumed_run_continues_at_the_count_found(tmp_path):
 def test_evaluation_splits_its_batches_and_equals_an_evaluation_at_the_smaller_size(caplog):
     model = OOMClassifier(limit=4, where="eval")
     auto = Trainer(model=model, train_dataloader=loader(), max_duration="1ba", grad_accum="auto", progress_bar=False)
-    with caplog.at_level(logging.WARNING, logger="composer.trainer.microbatching"):
+    with caplog.at_level(logging.WARNING, logger="composer.distributed.microbatching"):
         results = auto.eval(loader(batch_size=12, num_samples=24, seed=3))
     # The first batch of 12 runs out of memory whole and in 2 parts of 6, then fits in 4 parts of 3; the second batch
     # starts at 4 parts.
@@ -291,7 +291,7 @@ def test_a_bad_grad_accum_is_refused_naming_the_value_and_the_fix(value, error, 
 def test_two_ranks_agree_on_the_count_when_only_one_runs_out_of_memory(tmp_path):
     from tests.distributed.launch import REPO, WORLD_SIZE, torchrun
 
-    result = torchrun("ddp", tmp_path, worker=REPO / "tests" / "trainer" / "microbatching_worker.py")
+    result = torchrun("ddp", tmp_path, worker=REPO / "tests" / "distributed" / "microbatching_worker.py")
     assert result.returncode == 0, result.stderr[-5000:]
     ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(WORLD_SIZE)]
     # Rank 1 ran out of memory at 8 and 4 samples; rank 0 never did, and still followed: 1 -> 2 -> 4 on both.
@@ -311,7 +311,7 @@ def test_two_ranks_agree_on_the_count_when_only_one_runs_out_of_memory(tmp_path)
 def test_fsdp_ranks_agree_at_every_collective_when_only_one_runs_out_of_memory(tmp_path):
     from tests.distributed.launch import REPO, WORLD_SIZE, torchrun
 
-    result = torchrun("fsdp", tmp_path, worker=REPO / "tests" / "trainer" / "microbatching_worker.py")
+    result = torchrun("fsdp", tmp_path, worker=REPO / "tests" / "distributed" / "microbatching_worker.py")
     assert result.returncode == 0, result.stderr[-5000:]
     ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(WORLD_SIZE)]
     # Where rank 1 ran out of memory -> the counts both ranks went through (8 samples per rank and batch).

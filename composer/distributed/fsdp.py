@@ -18,7 +18,7 @@ The Trainer's ``fsdp_config`` argument uses this module: :func:`resolve_fsdp_con
 built, and :func:`prepare_fsdp_module` shards the model after ``Event.INIT``. Its checkpoints are written and read by
 :mod:`composer.utils.checkpoint`; gathering a sharded model's whole state, and cutting it back, is done in one
 place, :mod:`composer.utils.checkpoint.full_state`, which the functions here call too (see
-``composer/trainer/DISTRIBUTED.md``).
+``composer/distributed/DISTRIBUTED.md``).
 """
 
 from __future__ import annotations
