@@ -26,6 +26,7 @@ ALLOWED = {
     "callbacks": {"core", "utils", "callbacks"},
     "loggers": {"core", "utils", "loggers"},
     "distributed": {"core", "utils", "distributed"},
+    "profiler": {"core", "utils", "profiler"},
     "trainer": {
         "core",
         "utils",
@@ -36,6 +37,7 @@ ALLOWED = {
         "loggers",
         "datasets",
         "distributed",
+        "profiler",
         "trainer",
     },
 }

@@ -268,7 +268,7 @@ def _fsdp_problems(values: Mapping[str, Any]) -> list[ConfigError]:
 
 def _profiler_problems(values: Mapping[str, Any]) -> list[ConfigError]:
     """``profiler``'s keys and values."""
-    from composer.trainer.profiler import Profiler
+    from composer.profiler.profiler import Profiler
 
     config = values.get("profiler")
     if not isinstance(config, Mapping):

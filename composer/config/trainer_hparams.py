@@ -226,7 +226,7 @@ class TrainerHparams(Hparams):
     and for runs launched on several processes ``dist_timeout``, ``ddp_sync_strategy``, ``find_unused_parameters``
     and ``fsdp_config`` (a mapping of :class:`~composer.distributed.fsdp.FSDPConfig` fields); and ``check_finite`` (stop
     on a NaN or infinite loss and never checkpoint non-finite weights; false for runs that handle them themselves);
-    and ``profiler`` (true, or a mapping of :class:`~composer.trainer.profiler.Profiler` fields: ``{active: 3,
+    and ``profiler`` (true, or a mapping of :class:`~composer.profiler.profiler.Profiler` fields: ``{active: 3,
     folder: prof/{run_name}}``); and
     ``compile_config`` (true, or a mapping of ``torch.compile`` options such as ``{backend: inductor, mode:
     max-autotune}``, to compile the model's forward; see :mod:`composer.trainer.compilation`); and

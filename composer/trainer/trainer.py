@@ -33,6 +33,7 @@ from composer.distributed.parallelism import Parallelism
 from composer.loggers import RANK_ZERO_DESTINATIONS
 from composer.loggers.progress_bar import ProgressBarLogger
 from composer.models.base import ComposerModel
+from composer.profiler.profiler import Profiler, ProfilerSession, resolve_profiler, unprofiled, unprofiled_batches
 from composer.trainer.arguments import (
     algorithm_list,
     callback_list,
@@ -54,7 +55,6 @@ from composer.trainer.evaluation import EvaluationLoop
 from composer.trainer.fit_warnings import warn_before_fit
 from composer.trainer.precision import make_grad_scaler, precision_context
 from composer.trainer.preemption import Preempted, Preemption
-from composer.trainer.profiler import Profiler, ProfilerSession, resolve_profiler, unprofiled, unprofiled_batches
 from composer.trainer.schedulers import TrainerSchedulers
 from composer.utils.checkpoint import save_checkpoint
 from composer.utils.devices import batch_to_device
@@ -177,8 +177,8 @@ class Trainer:
             algorithm ``apply``, callback handler, dataloader wait, forward, loss, backward and optimizer step in a
             named range; Chrome/Perfetto traces per rank on the config's wait/warmup/active/repeat schedule; at the
             end a summary of where the time went, printed and saved with a bar chart. A
-            :class:`~composer.trainer.profiler.Profiler`, a mapping of its fields, or True for its defaults. Off
-            (None), nothing is wrapped and no step pays for it. See :mod:`composer.trainer.profiler`.
+            :class:`~composer.profiler.profiler.Profiler`, a mapping of its fields, or True for its defaults. Off
+            (None), nothing is wrapped and no step pays for it. See :mod:`composer.profiler.profiler`.
         compile_config (bool | Mapping, optional): Compile the model's forward with ``torch.compile``: True (torch's
             defaults: the inductor backend) or a dict of ``torch.compile`` keyword arguments
             (``{'backend': 'inductor', 'mode': 'max-autotune'}``; ``'eager'`` or ``'aot_eager'`` for quick checks);

@@ -35,7 +35,7 @@ from composer.algorithms import ChannelsLast, LayerFreezing
 from composer.core import Callback
 from composer.loggers import InMemoryLogger
 from composer.models import ComposerClassifier
-from composer.trainer.profiler import Profiler
+from composer.profiler.profiler import Profiler
 from composer.utils import dist
 from tests.common import SimpleModel
 
@@ -219,7 +219,7 @@ def run_train(out: dict[str, Any], folder: Path) -> None:
         "channels_last": model.module[0].weight.is_contiguous(memory_format=torch.channels_last),
     }
 
-    # The profiler: each rank writes its own trace and summary (tests/trainer/test_profiler.py).
+    # The profiler: each rank writes its own trace and summary (tests/profiler/test_profiler.py).
     model = make_model(seed=rank)
     profiler = Profiler(wait=0, warmup=1, active=2, folder=str(folder / "profile"), print_summary=False)
     trainer = trainer_for(model, max_duration="3ba", profiler=profiler)

@@ -8,7 +8,7 @@ stages (``trainer/dataloader``, ``trainer/batch``, ``trainer/forward``, ``traine
 the steps its schedule picks (skip ``skip_first``, then ``repeat`` cycles of ``wait`` idle, ``warmup`` and ``active``
 recorded steps) and writes each cycle as a Chrome trace, ``<folder>/rank<R>.<batch>.pt.trace.json``, one per rank,
 which https://ui.perfetto.dev and TensorBoard's profiler plugin open. When ``fit`` ends, a
-:class:`~composer.trainer.profile_summary.ProfileSummary` of all its steps is printed (rank 0) and saved next to the
+:class:`~composer.profiler.profile_summary.ProfileSummary` of all its steps is printed (rank 0) and saved next to the
 traces with a bar chart (``summary-rank<R>.txt``, ``summary-rank<R>.png``).
 
 Without a profiler nothing of this is built: the Engine and the loop run their plain code, with no check per step.
@@ -28,8 +28,8 @@ from typing import Any, TypeVar
 import torch
 
 from composer.core.state import State
-from composer.trainer.profile_summary import ProfileSummary
-from composer.trainer.range_timer import RangeTimer
+from composer.profiler.profile_summary import ProfileSummary
+from composer.profiler.range_timer import RangeTimer
 
 __all__ = ["Profiler", "ProfilerSession", "resolve_profiler", "unprofiled", "unprofiled_batches"]
 
@@ -40,7 +40,7 @@ T = TypeVar("T")
 
 @dataclasses.dataclass(frozen=True)
 class Profiler:
-    """What the Trainer's profiler records, and where it writes (see :mod:`composer.trainer.profiler`).
+    """What the Trainer's profiler records, and where it writes (see :mod:`composer.profiler.profiler`).
 
     Args:
         skip_first: Steps not profiled at the start of each ``fit`` (start-up, first-batch compilation).

@@ -12,8 +12,8 @@ from composer import Algorithm, Callback, Event, Trainer
 from composer.callbacks import SpeedMonitor
 from composer.config.config_error import ConfigError
 from composer.config.trainer_hparams import TrainerHparams
-from composer.trainer import range_timer
-from composer.trainer.profiler import Profiler, ProfilerSession, resolve_profiler
+from composer.profiler import range_timer
+from composer.profiler.profiler import Profiler, ProfilerSession, resolve_profiler
 from tests.common import EventRecorder, SimpleModel, make_dataloader
 from tests.distributed.launch import two_rank_train_job
 

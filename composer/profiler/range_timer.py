@@ -3,7 +3,7 @@
 The torch range is opened only while the torch profiler records (its ``active`` steps; a ``record_function`` costs
 tens of microseconds even when nothing records), the timing always.
 
-The Trainer's profiler (:mod:`composer.trainer.profiler`) hands :meth:`RangeTimer.wrap` to the
+The Trainer's profiler (:mod:`composer.profiler.profiler`) hands :meth:`RangeTimer.wrap` to the
 :class:`~composer.core.engine.Engine` as its instrument, and wraps the loop's own stages with it (the dataloader wait,
 forward, loss, backward, the optimizer step). An unprofiled Trainer never builds one, so none of this runs per step.
 

@@ -1,6 +1,6 @@
 """Where a profiled run's time went: a table of the named ranges against the training steps, and a bar chart of it.
 
-The times are the :class:`~composer.trainer.range_timer.RangeTimer`'s ``perf_counter`` sums over every step of the
+The times are the :class:`~composer.profiler.range_timer.RangeTimer`'s ``perf_counter`` sums over every step of the
 fit (not only the steps the torch profiler's schedule recorded). A *step* is one wait for the dataloader plus one
 training batch (``trainer/dataloader`` + ``trainer/batch``: ``AFTER_DATALOADER`` through ``BATCH_CHECKPOINT``); each
 row's share is its wall time over the time in steps. Ranges outside the steps (``FIT_START``, an epoch's evaluation)
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from composer.trainer.range_timer import RangeTotals
+from composer.profiler.range_timer import RangeTotals
 
 __all__ = ["ProfileSummary", "SummaryRow"]
 
@@ -57,7 +57,7 @@ class ProfileSummary:
         rows (tuple[SummaryRow, ...]): The lines: loop stages, events, algorithms, callbacks, each by time.
 
     Example:
-        >>> from composer.trainer.range_timer import RangeTotals
+        >>> from composer.profiler.range_timer import RangeTotals
         >>> summary = ProfileSummary.from_totals({
         ...     "trainer/dataloader": RangeTotals(calls=3, seconds=1.0),
         ...     "trainer/batch": RangeTotals(calls=2, seconds=3.0, nested_seconds=2.0),
@@ -83,7 +83,7 @@ class ProfileSummary:
 
     @classmethod
     def from_totals(cls, totals: Mapping[str, RangeTotals]) -> ProfileSummary:
-        """The summary of a :class:`~composer.trainer.range_timer.RangeTimer`'s totals.
+        """The summary of a :class:`~composer.profiler.range_timer.RangeTimer`'s totals.
 
         Args:
             totals (Mapping[str, RangeTotals]): Range name -> its totals.

@@ -7,8 +7,8 @@ import types
 import pytest
 import torch
 
-from composer.trainer import range_timer
-from composer.trainer.range_timer import RangeTimer
+from composer.profiler import range_timer
+from composer.profiler.range_timer import RangeTimer
 
 
 @pytest.fixture
