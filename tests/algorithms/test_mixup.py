@@ -192,16 +192,28 @@ def test_seeded_runs_mix_identically():
         torch.testing.assert_close(a, b)
 
 
-def test_deferred_targets_walk_microbatches_and_rewind():
-    from composer.algorithms.mixup.batch_mixing import DeferredTargetMix
+def test_mixed_targets_split_with_the_batch_and_resolve_as_mix_targets_does():
+    from composer.algorithms.mixup.batch_mixing import MixedTargets
+    from composer.core.data_spec import split_batch
 
-    targets, indices = torch.tensor([0, 1, 2, 3]), torch.tensor([2, 3, 0, 1])
-    expected = mix_targets(targets, 0.6, 4, indices)
-    pending = DeferredTargetMix(targets)
-    pending.add(0.6, indices)
-    torch.testing.assert_close(pending.next_microbatch(targets[:3], n_classes=4), expected[:3])
-    torch.testing.assert_close(pending.next_microbatch(targets[3:], n_classes=4), expected[3:])
-    pending.rewind()  # the optimizer re-runs the batch (SAM): the walk starts over
-    torch.testing.assert_close(pending.next_microbatch(targets[:2], n_classes=4), expected[:2])
-    with pytest.raises(ValueError, match="changed the targets or the batch size"):
-        pending.next_microbatch(targets[:3], n_classes=4)  # more samples than the batch has left
+    g = torch.Generator().manual_seed(2)
+    targets, first, second = torch.randint(0, 4, (6,), generator=g), torch.randperm(6, generator=g), torch.randperm(6)
+    expected = mix_targets(mix_targets(targets, 0.6, 4, first), 0.3, 4, second)  # two steps on the whole batch
+    record = MixedTargets.of(targets).add(0.6, first).add(0.3, second)
+    assert MixedTargets.of(record) is record
+    assert torch.equal(record.resolve(n_classes=4), expected)
+    parts = split_batch((torch.zeros(6, 2), record), 3)  # the microbatch split cuts the record along with the inputs
+    assert all(isinstance(part_targets, MixedTargets) for _, part_targets in parts)
+    assert torch.equal(torch.cat([part.resolve(n_classes=4) for _, part in parts]), expected)
+
+
+def test_a_batch_size_changed_after_mixing_is_refused():
+    from composer.algorithms.mixup.batch_mixing import MixedTargets
+    from composer.core import Event, Logger
+
+    class State:  # what MixUp reads at AFTER_FORWARD
+        batch_pair = (torch.zeros(3, 2), MixedTargets.of(torch.tensor([0, 1, 2, 0])).add(0.5, torch.arange(4)))
+        outputs = torch.zeros(3, 4)
+
+    with pytest.raises(ValueError, match="changed the batch size"):
+        MixUp(alpha=1.0).apply(Event.AFTER_FORWARD, State(), Logger(None))

@@ -14,8 +14,8 @@ import torch
 
 from composer.algorithms.mixup.batch_mixing import (
     MixingAlgorithm,
-    _check_indices,
-    _check_lambda,
+    check_indices,
+    check_lambda,
     mix_targets,
     random_permutation,
 )
@@ -51,7 +51,7 @@ def gen_cutmix_bbox(
         >>> bottom - top <= 16 and right - left <= 16
         True
     """
-    _check_lambda(interpolation_lambda)
+    check_lambda(interpolation_lambda)
     for name, size in (("height", height), ("width", width)):
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"gen_cutmix_bbox {name} must be a positive int (pixels), got {size!r}.")
@@ -97,7 +97,7 @@ def cutmix_inputs(x: torch.Tensor, bbox: BBox, indices: torch.Tensor) -> tuple[t
             "(x.unsqueeze(0)) or the channel dimension."
         )
     height, width = x.shape[-2], x.shape[-1]
-    _check_indices(indices, x.shape[0])
+    check_indices(indices, x.shape[0])
     top, bottom, left, right = _check_bbox(bbox, height, width)
     mixed = x.clone()
     # Gather only the box of each partner: (B, C, bottom - top, right - left).
@@ -192,9 +192,9 @@ class CutMix(MixingAlgorithm):
     a box from the partner replaces the same box of each image. ``lambda`` is drawn from ``Beta(alpha, alpha)``,
     and the box covers about ``1 - lambda`` of the image (see :func:`cutmix_batch`). One box and one permutation per
     batch, drawn from ``state.rng``. Like :class:`~composer.algorithms.mixup.MixUp`, it reads the class count from
-    the model's outputs, so it mixes the inputs of the whole batch at ``AFTER_DATALOADER`` and replaces each
-    microbatch's targets with dense mixed targets at ``AFTER_FORWARD`` (rewinding at ``BEFORE_TRAIN_BATCH``). The
-    model's loss must accept dense targets. It composes with every other method in either order (see
+    the model's outputs, so it mixes the inputs of the whole batch at ``AFTER_DATALOADER`` (recording the step in the
+    batch's :class:`~composer.algorithms.mixup.batch_mixing.MixedTargets`) and replaces each microbatch's record with
+    dense mixed targets at ``AFTER_FORWARD``. The model's loss must accept dense targets. It composes with every other method in either order (see
     :class:`~composer.algorithms.mixup.batch_mixing.MixingAlgorithm`): LabelSmoothing smooths the mixed targets
     whichever comes first, and with MixUp both apply to every batch, in the order listed.
 

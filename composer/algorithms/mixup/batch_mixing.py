@@ -1,17 +1,15 @@
-"""What MixUp and CutMix share: a seeded permutation of the batch and dense targets mixed with their partners'.
+"""What MixUp and CutMix share: a seeded permutation of the batch, and targets that follow the inputs' mixing.
 
 Both methods pair every sample with the sample a random permutation sends it to, and train on a weighted blend of
-the two targets. :func:`mix_targets` builds those dense targets once the class count is known;
-:class:`DeferredTargetMix` holds a batch's targets and mixing steps from ``AFTER_DATALOADER`` (when the inputs are
-mixed) until ``AFTER_FORWARD``, where the class count can be read from the model's outputs, and hands out one slice
-per microbatch; :class:`MixingAlgorithm` is the Algorithm side both methods share.
+the two targets. :func:`mix_targets` builds those dense targets once the class count is known. In the Trainer that
+count is known only from the model's outputs, so until then a :class:`MixedTargets` takes the targets' place in the
+batch and records the mixing steps; :class:`MixingAlgorithm` is the Algorithm side both methods share.
 """
 
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -20,7 +18,15 @@ from composer.core.event import Event
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 
-__all__ = ["DeferredTargetMix", "MixingAlgorithm", "mix_targets", "num_classes_of", "random_permutation"]
+__all__ = [
+    "MixedTargets",
+    "MixingAlgorithm",
+    "check_indices",
+    "check_lambda",
+    "mix_targets",
+    "num_classes_of",
+    "random_permutation",
+]
 
 
 def random_permutation(
@@ -47,7 +53,8 @@ def random_permutation(
     return perm if device is None else perm.to(device)
 
 
-def _check_indices(indices: torch.Tensor, n: int) -> None:
+def check_indices(indices: torch.Tensor, n: int) -> None:
+    """Raises ValueError unless ``indices`` is an integer tensor of shape ``(n,)``: a sample's partner per sample."""
     if not isinstance(indices, torch.Tensor) or indices.shape != (n,) or indices.is_floating_point():
         got = f"shape {tuple(indices.shape)}, dtype {indices.dtype}" if isinstance(indices, torch.Tensor) else indices
         raise ValueError(
@@ -56,13 +63,42 @@ def _check_indices(indices: torch.Tensor, n: int) -> None:
         )
 
 
-def _check_lambda(interpolation_lambda: float) -> None:
+def check_lambda(interpolation_lambda: float) -> None:
+    """Raises ValueError unless ``interpolation_lambda`` is a number in ``[0, 1]``."""
     value = interpolation_lambda
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
         raise ValueError(
             f"interpolation_lambda={value!r} must be a number in [0, 1], the weight of each sample's own input and "
             "target. Draw one with gen_interpolation_lambda(alpha)."
         )
+
+
+def _check_targets(targets: torch.Tensor, n_classes: int) -> None:
+    if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 1:
+        raise ValueError(f"n_classes must be a positive int (the number of classes), got {n_classes!r}.")
+    if not isinstance(targets, torch.Tensor) or targets.ndim < 1:
+        raise ValueError(
+            "targets must be a tensor with a batch dimension: class indices (B, ...) or dense targets "
+            f"(B, n_classes, ...), got {targets!r}."
+        )
+    if targets.is_floating_point() and (targets.ndim < 2 or targets.shape[1] != n_classes):
+        raise ValueError(
+            f"Dense (floating) targets must have shape (B, n_classes={n_classes}, ...), got "
+            f"{tuple(targets.shape)}. Class-index targets must be an integer tensor."
+        )
+
+
+def _blend(own: torch.Tensor, partner: torch.Tensor, lam: float, n_classes: int) -> torch.Tensor:
+    """``lam * dense(own) + (1 - lam) * dense(partner)``, for checked targets of one shape."""
+    if own.is_floating_point():
+        # lerp(partner, own, lam) = lam * own + (1 - lam) * partner, in one pass.
+        return torch.lerp(partner, own, lam)
+    # Index targets (N, d...) -> (N, 1, d...): each sample puts lam on its class and 1 - lam on its partner's (the
+    # two add up when both are the same class).
+    own = own.unsqueeze(1)
+    mixed = torch.zeros((own.shape[0], n_classes, *own.shape[2:]), device=own.device)
+    mixed.scatter_(1, own, lam)
+    return mixed.scatter_add_(1, partner.unsqueeze(1), mixed.new_full((1,), 1.0 - lam).expand(own.shape))
 
 
 def mix_targets(
@@ -93,31 +129,10 @@ def mix_targets(
         tensor([[0.7500, 0.0000, 0.2500],
                 [0.2500, 0.0000, 0.7500]])
     """
-    _check_lambda(interpolation_lambda)
-    if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 1:
-        raise ValueError(f"n_classes must be a positive int (the number of classes), got {n_classes!r}.")
-    if not isinstance(targets, torch.Tensor) or targets.ndim < 1:
-        raise ValueError(
-            "targets must be a tensor with a batch dimension: class indices (B, ...) or dense targets "
-            f"(B, n_classes, ...), got {targets!r}."
-        )
-    _check_indices(indices, targets.shape[0])
-    indices = indices.to(targets.device)
-    lam = float(interpolation_lambda)
-    if targets.is_floating_point():
-        if targets.ndim < 2 or targets.shape[1] != n_classes:
-            raise ValueError(
-                f"Dense (floating) targets must have shape (B, n_classes={n_classes}, ...), got "
-                f"{tuple(targets.shape)}. Class-index targets must be an integer tensor."
-            )
-        # lerp(partner, own, lam) = lam * own + (1 - lam) * partner, in one pass.
-        return torch.lerp(targets[indices], targets, lam)
-    # Index targets (B, d...) -> (B, 1, d...): each sample puts lam on its class and 1 - lam on its partner's (the
-    # two add up when both are the same class).
-    own = targets.unsqueeze(1)
-    mixed = torch.zeros((targets.shape[0], n_classes, *targets.shape[1:]), device=targets.device)
-    mixed.scatter_(1, own, lam)
-    return mixed.scatter_add_(1, own[indices], mixed.new_full((1,), 1.0 - lam).expand(own.shape))
+    check_lambda(interpolation_lambda)
+    _check_targets(targets, n_classes)
+    check_indices(indices, targets.shape[0])
+    return _blend(targets, targets[indices.to(targets.device)], float(interpolation_lambda), n_classes)
 
 
 def num_classes_of(outputs: Any, method: str) -> int:
@@ -143,77 +158,82 @@ def num_classes_of(outputs: Any, method: str) -> int:
     return int(outputs.shape[1])
 
 
-class DeferredTargetMix:
-    """One batch's targets and the mixing steps applied to its inputs, resolved once the class count is known.
+class MixedTargets(NamedTuple):
+    """A batch's targets while its inputs are mixed: what each sample's dense target is made of, and with what weights.
 
-    Algorithms that mix inputs at ``AFTER_DATALOADER`` (:class:`MixingAlgorithm`) :meth:`add` their step, the
-    weight of each sample's own target and its partners, in the order they mixed the inputs. Once the model's outputs
-    give the class count, :meth:`next_microbatch` applies every step to the whole batch's targets, in the same order
-    (``dense -> mix_1 -> mix_2 ...``), and returns the current microbatch's slice. Microbatches come in order and
-    together make up the batch (the contract of :func:`~composer.core.data_spec.split_batch`), so a cursor over the
-    batch finds each one; :meth:`rewind` restarts it when the optimizer re-runs the batch (``BEFORE_TRAIN_BATCH``).
-    Partners are drawn from the whole batch, so gradient accumulation sees the targets the big batch would.
+    A mixing method puts it in the targets' place when it mixes the inputs (``AFTER_DATALOADER``), a second mixing
+    method adds its step to it, and :meth:`resolve` turns it into dense targets once the model's outputs give the
+    class count (``AFTER_FORWARD``), applying the steps in the order the inputs went through them. Both fields hold one
+    row per sample, so the batch splitter cuts the record into microbatches along with the inputs, and each
+    microbatch resolves its own rows. Partners are drawn from the whole batch, so gradient accumulation trains on the
+    targets of the big batch.
 
-    Args:
-        targets: The batch's targets as they were when the first step mixed the inputs (class indices or dense).
+    Attributes:
+        targets: After ``k`` steps, a tensor ``(B, 2**k, ...)``: row ``i`` holds the original targets (class indices,
+            or dense targets) of every sample mixed into sample ``i``. Its first half is what sample ``i`` was made of
+            before the last step, its second half what that step's partner was made of, and so on within each half.
+        weights: A float64 CPU tensor ``(B, k)``: ``weights[:, j]`` is the share of its own target that step ``j``
+            left each sample (the same for every row, and kept per row so that it splits with the batch).
 
     Example:
-        >>> pending = DeferredTargetMix(torch.tensor([0, 1, 2, 0]))
-        >>> pending.add(0.5, torch.tensor([3, 2, 1, 0]))
-        >>> pending.next_microbatch(torch.tensor([0, 1]), n_classes=3)  # the first half of the batch
+        >>> mixed = MixedTargets.of(torch.tensor([0, 1, 2, 0])).add(0.75, torch.tensor([3, 2, 1, 0]))
+        >>> mixed.resolve(n_classes=3)
         tensor([[1.0000, 0.0000, 0.0000],
-                [0.0000, 0.5000, 0.5000]])
-        >>> pending.next_microbatch(torch.tensor([2, 0]), n_classes=3).shape
-        torch.Size([2, 3])
+                [0.0000, 0.7500, 0.2500],
+                [0.0000, 0.2500, 0.7500],
+                [1.0000, 0.0000, 0.0000]])
+        >>> first_half = MixedTargets(mixed.targets[:2], mixed.weights[:2])  # what the batch splitter makes of it
+        >>> torch.equal(first_half.resolve(n_classes=3), mixed.resolve(n_classes=3)[:2])
+        True
     """
 
-    def __init__(self, targets: torch.Tensor) -> None:
-        self.targets = targets
-        self.steps: list[tuple[float, torch.Tensor]] = []
-        self._mixed: torch.Tensor | None = None
-        self._cursor = 0
+    targets: torch.Tensor
+    weights: torch.Tensor
 
-    def add(self, interpolation_lambda: float, indices: torch.Tensor) -> None:
-        """Appends a mixing step: each sample keeps ``interpolation_lambda`` of its target, the rest is its partner's."""
-        _check_lambda(interpolation_lambda)
-        _check_indices(indices, self.targets.shape[0])
-        self.steps.append((interpolation_lambda, indices))
-        self._mixed = None
-
-    def rewind(self) -> None:
-        """Starts handing out microbatches from the beginning of the batch again."""
-        self._cursor = 0
-
-    def mixed_targets(self, n_classes: int) -> torch.Tensor:
-        """The whole batch's dense targets after every step, shape ``(B, n_classes, ...)``."""
-        if self._mixed is None or self._mixed.shape[1] != n_classes:
-            mixed = self.targets
-            for interpolation_lambda, indices in self.steps:
-                mixed = mix_targets(mixed, interpolation_lambda, n_classes, indices)
-            self._mixed = mixed
-        return self._mixed
-
-    def next_microbatch(self, targets: torch.Tensor, n_classes: int) -> torch.Tensor:
-        """Returns the mixed dense targets for the next microbatch, whose original targets are ``targets``.
+    @classmethod
+    def of(cls, targets: torch.Tensor | MixedTargets) -> MixedTargets:
+        """The record of ``targets`` before any step (a MixedTargets is returned as it is: it already records some).
 
         Raises:
-            ValueError: If ``targets`` are not the next slice of the batch's original targets (another algorithm
-                changed them, or the batch size, after the inputs were mixed).
+            ValueError: If ``targets`` is not a tensor with a batch dimension.
         """
-        full = self.targets
-        start, stop = self._cursor, self._cursor + targets.shape[0]
-        expected = full[start:stop]
-        if stop > full.shape[0] or targets.shape != expected.shape or targets.dtype != expected.dtype:
+        if isinstance(targets, MixedTargets):
+            return targets
+        if not isinstance(targets, torch.Tensor) or targets.ndim < 1:
             raise ValueError(
-                f"Expected the original targets of samples {start}..{stop - 1} of the mixed batch (shape "
-                f"{tuple(expected.shape)}, {expected.dtype}) after the forward pass, got shape "
-                f"{tuple(targets.shape)}, {targets.dtype}. An algorithm changed the targets or the batch size between "
-                "AFTER_DATALOADER (where the inputs were mixed) and AFTER_FORWARD (where the targets are). Change "
-                "targets in BEFORE_LOSS (as LabelSmoothing does) or drop samples before the mixing (as "
-                "SelectiveBackprop does, with run_first)."
+                "Mixing needs the targets as a tensor with a batch dimension: class indices (B, ...) or dense "
+                f"targets (B, n_classes, ...), got {type(targets).__name__}. Use a dataloader that yields (inputs, "
+                "targets) pairs of tensors."
             )
-        self._cursor = stop
-        return self.mixed_targets(n_classes)[start:stop]
+        return cls(targets.unsqueeze(1), torch.empty((targets.shape[0], 0), dtype=torch.float64))
+
+    def add(self, interpolation_lambda: float, indices: torch.Tensor) -> MixedTargets:
+        """The record after one more step: each sample keeps ``interpolation_lambda`` of its target, and takes the
+        rest from its partner ``indices[i]``."""
+        check_lambda(interpolation_lambda)
+        check_indices(indices, self.targets.shape[0])
+        weight = self.weights.new_full((self.weights.shape[0], 1), float(interpolation_lambda))
+        partners = self.targets[indices.to(self.targets.device)]
+        return MixedTargets(torch.cat([self.targets, partners], dim=1), torch.cat([self.weights, weight], dim=1))
+
+    def resolve(self, n_classes: int) -> torch.Tensor:
+        """The dense targets after every step, shape ``(B, n_classes, ...)``, as :func:`mix_targets` applied step by
+        step to the whole batch gives them (row for row, with the same arithmetic).
+
+        Raises:
+            ValueError: If ``n_classes`` is not a positive int or does not fit dense targets.
+        """
+        parts, rows = self.targets, self.targets.shape[0]
+        _check_targets(parts[:, 0], n_classes)
+        for lam in self.weights[0].tolist() if rows else []:
+            # Neighbours (2m, 2m + 1) are a sample and its partner in this step: blend them, halving the parts.
+            own, partner = parts[:, 0::2], parts[:, 1::2]
+            count = own.shape[1]
+            # Contiguous, as the whole batch's tensors were: the arithmetic then runs exactly as mix_targets' does.
+            own, partner = own.flatten(0, 1).contiguous(), partner.flatten(0, 1).contiguous()
+            blended = _blend(own, partner, lam, n_classes)
+            parts = blended.reshape(rows, count, *blended.shape[1:])
+        return parts.squeeze(1)
 
 
 class MixingAlgorithm(Algorithm):
@@ -221,14 +241,14 @@ class MixingAlgorithm(Algorithm):
 
     A subclass implements :meth:`mix_inputs`: it draws its randomness from the generator it is given, changes the
     inputs of the whole batch, and returns the weight that each sample's own target keeps and each sample's partner.
-    This base class does the rest, in one place for every mixing method:
+    This base class does the rest, in one place for every mixing method, through the batch alone:
 
-    * ``AFTER_DATALOADER``: mixes the inputs of the whole batch (before it is split into microbatches) and records the
-      step. Mixing methods listed together share one record per batch, so that in ``[CutMix, MixUp]`` the targets
-      go through the same steps as the inputs, in the same order (cut, then mix): both apply to every batch.
-    * ``AFTER_FORWARD``: the model's outputs give the class count; the first mixing method of the batch replaces the
-      current microbatch's targets with the dense targets after every step.
-    * ``BEFORE_TRAIN_BATCH``: rewinds the walk over microbatches (the optimizer may re-run a batch).
+    * ``AFTER_DATALOADER``: mixes the inputs of the whole batch (before it is split into microbatches) and adds the
+      step to the :class:`MixedTargets` in the targets' place. A second mixing method adds its step to the same
+      record, so that in ``[CutMix, MixUp]`` the targets go through the same steps as the inputs, in the same order
+      (cut, then mix): both apply to every batch.
+    * ``AFTER_FORWARD``: the model's outputs give the class count; the first mixing method to run replaces the
+      current microbatch's record with its dense targets.
 
     Because the targets are mixed right after the forward pass, algorithms that transform targets before the loss
     (:class:`~composer.algorithms.label_smoothing.LabelSmoothing`, at ``BEFORE_LOSS``) always see the mixed targets,
@@ -236,45 +256,27 @@ class MixingAlgorithm(Algorithm):
     and both orders train identically.
     """
 
-    def __init__(self) -> None:
-        self._mix: DeferredTargetMix | None = None
-        self._owns_mix = False
-
     @abstractmethod
     def mix_inputs(self, inputs: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, float, torch.Tensor]:
         """Mixes a batch of inputs; returns ``(mixed inputs, weight of each sample's own target, partners)``."""
 
     def match(self, event: Event, state: State) -> bool:
-        """Runs after the dataloader (inputs), after each forward pass (targets) and before each train batch."""
-        return event in (Event.AFTER_DATALOADER, Event.BEFORE_TRAIN_BATCH, Event.AFTER_FORWARD)
+        """Runs after the dataloader (inputs) and after each forward pass (targets)."""
+        return event in (Event.AFTER_DATALOADER, Event.AFTER_FORWARD)
 
     def apply(self, event: Event, state: State, logger: Logger) -> None:
         """Mixes the inputs after the dataloader and the targets once the class count is known."""
+        inputs, targets = state.batch_pair
         if event == Event.AFTER_DATALOADER:
-            inputs, targets = state.batch_pair
             mixed, own_weight, partners = self.mix_inputs(inputs, state.rng)
-            state.batch_pair = (mixed, targets)
-            self._join_batch(state.algorithms, targets).add(own_weight, partners)
-        elif not self._owns_mix or self._mix is None:
-            return  # another mixing method of this batch resolves the targets
-        elif event == Event.BEFORE_TRAIN_BATCH:
-            self._mix.rewind()
-        else:
-            inputs, targets = state.batch_pair
+            state.batch_pair = (mixed, MixedTargets.of(targets).add(own_weight, partners))
+        elif isinstance(targets, MixedTargets):  # else another mixing method resolved them already
             n_classes = num_classes_of(state.outputs, type(self).__name__)
-            state.batch_pair = (inputs, self._mix.next_microbatch(targets, n_classes))
-
-    def _join_batch(self, algorithms: Sequence[Algorithm], targets: torch.Tensor) -> DeferredTargetMix:
-        # The record of a mixing method that already mixed this very batch (same targets object), else a new one.
-        for other in algorithms:
-            if (
-                other is not self
-                and isinstance(other, MixingAlgorithm)
-                and other._owns_mix
-                and other._mix is not None
-                and other._mix.targets is targets
-            ):
-                self._mix, self._owns_mix = other._mix, False
-                return other._mix
-        self._mix, self._owns_mix = DeferredTargetMix(targets), True
-        return self._mix
+            if state.outputs.shape[0] != targets.targets.shape[0]:
+                raise ValueError(
+                    f"{type(self).__name__} mixed a batch whose targets record {targets.targets.shape[0]} samples, "
+                    f"but the model's outputs hold {state.outputs.shape[0]}: an algorithm changed the batch size "
+                    "between AFTER_DATALOADER (where the inputs were mixed) and AFTER_FORWARD. Drop samples before "
+                    "the mixing (as SelectiveBackprop does, with run_first)."
+                )
+            state.batch_pair = (inputs, targets.resolve(n_classes))

@@ -16,8 +16,8 @@ import torch
 
 from composer.algorithms.mixup.batch_mixing import (
     MixingAlgorithm,
-    _check_indices,
-    _check_lambda,
+    check_indices,
+    check_lambda,
     mix_targets,
     random_permutation,
 )
@@ -88,7 +88,7 @@ def mixup_inputs(x: torch.Tensor, interpolation_lambda: float, indices: torch.Te
         tensor([[1.],
                 [3.]])
     """
-    _check_lambda(interpolation_lambda)
+    check_lambda(interpolation_lambda)
     if not isinstance(x, torch.Tensor) or x.ndim < 1:
         raise ValueError(f"x must be a tensor of shape (B, d1, ..., dn) with a batch dimension, got {x!r}.")
     if not x.is_floating_point():
@@ -96,7 +96,7 @@ def mixup_inputs(x: torch.Tensor, interpolation_lambda: float, indices: torch.Te
             f"MixUp blends inputs, which needs a floating tensor, but x has dtype {x.dtype}. To fix, convert it "
             "first, for example x.float() / 255 for uint8 images."
         )
-    _check_indices(indices, x.shape[0])
+    check_indices(indices, x.shape[0])
     # lerp(partner, own, lam) = lam * own + (1 - lam) * partner, in one pass over the gathered partners.
     return torch.lerp(x[indices.to(x.device)], x, float(interpolation_lambda))
 
@@ -170,14 +170,15 @@ class MixUp(MixingAlgorithm):
 
     The class count is read from the model's outputs, so MixUp works with any
     :class:`~composer.models.ComposerModel` whose loss accepts dense targets and whose batches are ``(inputs,
-    targets)`` pairs. It runs on three events:
+    targets)`` pairs. It runs on two events:
 
     * ``AFTER_DATALOADER``: draws ``lambda`` and the permutation from ``state.rng`` and mixes the inputs of the
-      whole batch (before it is split into microbatches); the targets stay as they are for now;
-    * ``AFTER_FORWARD``: replaces the current microbatch's targets with the dense mixed targets, whose class count is
+      whole batch (before it is split into microbatches); a
+      :class:`~composer.algorithms.mixup.batch_mixing.MixedTargets` record (the original targets of each sample and
+      its partner, and ``lambda``) takes the targets' place and is split with the batch;
+    * ``AFTER_FORWARD``: replaces the current microbatch's record with the dense mixed targets, whose class count is
       ``state.outputs.shape[1]`` (the first point in the batch where it is known); partners come from the whole
-      batch, so gradient accumulation trains on the targets of the big batch;
-    * ``BEFORE_TRAIN_BATCH``: restarts the walk over microbatches (the optimizer may re-run a batch).
+      batch, so gradient accumulation trains on the targets of the big batch.
 
     Composition (see :class:`~composer.algorithms.mixup.batch_mixing.MixingAlgorithm`): it composes with every
     other method in either order. LabelSmoothing, listed before or after, smooths the mixed targets (both are
