@@ -36,13 +36,19 @@ from pathlib import Path
 from typing import Any
 
 from composer.config.kinds import KINDS, ONE_OF, SETS, TRAINER, EntryPoint, Kind, installed_entry_points
+from composer.config.source_fields import is_config, read_config, read_constructor
 from composer.config.sources import ConfigSource, SourceReader, docstring_args, file_digest, plain
 
 __all__ = ["build_view", "cache_folder", "entry_of", "load_manifest", "load_trainer_schema"]
 
 Manifest = dict[str, dict[str, dict[str, Any]]]
 
-_GENERATOR = ("composer.config.manifest", "composer.config.sources", "composer.config.kinds")
+_GENERATOR = (
+    "composer.config.manifest",
+    "composer.config.sources",
+    "composer.config.source_fields",
+    "composer.config.kinds",
+)
 _EXAMPLES = ("composer.config.field_checks", "_EXAMPLES")  # the example value a type error suggests, by field
 
 
@@ -147,15 +153,15 @@ def _kind_entries(reader: SourceReader, kind: Kind) -> dict[str, dict[str, Any]]
     entries: dict[str, dict[str, Any]] = {}
     for name, class_name in names.items():
         made = (kind.module, built[name]) if name in built else None
-        config = reader.config(kind.module, class_name + kind.suffix, made)
+        config = read_config(reader, kind.module, class_name + kind.suffix, made)
         entries[name] = _source_entry(reader, config, class_name + kind.suffix, "built-in")
     return entries
 
 
 def _plugin_entry(reader: SourceReader, entry_point: EntryPoint) -> dict[str, Any]:
     module, _, attribute = entry_point.value.split("[", 1)[0].strip().partition(":")
-    config = reader.config(module, attribute) if reader.is_config(module, attribute) else None
-    config = config or reader.derived(module, attribute)
+    config = read_config(reader, module, attribute) if is_config(reader, module, attribute) else None
+    config = config or read_constructor(reader, module, attribute)
     return _source_entry(reader, config, attribute, entry_point.distribution)
 
 
@@ -196,7 +202,7 @@ def entry_of(config: type, origin: str) -> dict[str, Any]:
     Returns:
         dict: The entry, as :func:`load_manifest` describes it.
     """
-    built = getattr(config, "built_class", None)
+    built = getattr(config, "target", None) or getattr(config, "built_class", None)
     docs = {**docstring_args((built.__doc__ or "") if built else ""), **docstring_args(config.__doc__ or "")}
     fields: dict[str, dict[str, Any]] = {}
     for field in dataclasses.fields(config):
@@ -219,14 +225,14 @@ def entry_of(config: type, origin: str) -> dict[str, Any]:
 
 
 def _trainer_schema(reader: SourceReader) -> dict[str, Any]:
-    config = reader.config(*TRAINER)
+    config = read_config(reader, *TRAINER)
     examples = reader.literal_names(*_EXAMPLES)
     fields: dict[str, dict[str, Any]] = {}
     for field in config.fields if config is not None else []:
         polymorphic = field.name in ONE_OF or field.name in SETS
         fields[field.name] = {
             "required": field.default is None,
-            "annotation": None if polymorphic else field.annotation,
+            "annotation": None if polymorphic else field.recipe or field.annotation,
             "default": field.default,
             "doc": field.doc,
             "example": examples.get(field.name) or _example(field.default),

@@ -1,20 +1,16 @@
-"""Config classes read from their source text with :mod:`ast`, without importing them (or torch).
+"""Modules read as source text with :mod:`ast`, without importing them (or torch).
 
 ``composer list`` and the first check of a recipe need the fields of every config class a recipe can name, but
-importing those classes imports torch (seconds). :class:`SourceReader` finds a module's file without importing it,
-follows ``from x import y`` and assignments to where a name is defined, and reads a config class's fields from its
-source: the annotated attributes of a written-out class (with those of its bases), or the ``__init__`` parameters of
-the class a derived config (``hparams_for(Cls)``) builds. Each field's doc comes from the ``Args:`` of the config's
-docstring, else of the built class's. Every file read is recorded with its digest, so a cache of what was read can
-tell when it is stale.
+importing those classes imports torch (seconds). :class:`SourceReader` finds a module's file without importing it and
+follows ``from x import y`` and assignments to where a name is defined; :mod:`composer.config.source_fields` reads a
+config class's fields from there. Every file read is recorded with its digest, so a cache of what was read can tell
+when it is stale.
 
 Example:
     >>> reader = SourceReader()
-    >>> config = reader.config("composer.config.models", "MLPHparams")
-    >>> [(field.name, field.annotation, field.default) for field in config.fields][:2]
-    [('in_features', 'int', None), ('hidden', 'list[int]', '[512, 512]')]
-    >>> config.fields[0].doc
-    'Features per sample after flattening (64 for 8x8 digits).'
+    >>> module, node = reader.resolve("composer.config", "MODELS")
+    >>> module, type(node).__name__, reader.literal_names(module, "MODELS")["mlp"]
+    ('composer.config.models', 'Dict', 'MLPHparams')
 """
 
 from __future__ import annotations
@@ -26,11 +22,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["ConfigSource", "FieldSource", "SourceReader", "docstring_args", "file_digest", "plain"]
-
-_DERIVE = "hparams_for"  # the helper of composer.core.hparams that derives a config class from a constructor
-_ROOT = ("composer.core.hparams", "Hparams")  # the base of every config: its fields and from_dict are nobody's own
-_FACTORIES = {"list": "[]", "dict": "{}", "tuple": "()", "set": "set()"}
+__all__ = ["ConfigSource", "FieldSource", "SourceReader", "docstring_args", "file_digest", "plain", "targets"]
 
 
 @dataclass(frozen=True)
@@ -42,12 +34,15 @@ class FieldSource:
         annotation: Its type as written (``"int | None"``); empty when the source gives none.
         default: Its default as source text (``"0.1"``, ``"'fp32'"``, ``"[]"``); None when a recipe must give it.
         doc: Its line in the docstring's ``Args:``, as plain text; empty when there is none.
+        recipe: The part of its type a recipe can give, as a strict config checks it (``"StrictInt | None"``), for a
+            field derived from a constructor by a strict config; empty otherwise (``annotation`` says it).
     """
 
     name: str
     annotation: str
     default: str | None
     doc: str
+    recipe: str = ""
 
 
 @dataclass
@@ -188,9 +183,9 @@ class SourceReader:
             return None
         tree, package = found
         for node in _statements(tree.body):
-            if isinstance(node, ast.ClassDef) and node.name == name:
+            if isinstance(node, ast.ClassDef | ast.FunctionDef) and node.name == name:
                 return module, node
-            if isinstance(node, ast.Assign | ast.AnnAssign) and name in _targets(node) and node.value is not None:
+            if isinstance(node, ast.Assign | ast.AnnAssign) and name in targets(node) and node.value is not None:
                 if isinstance(node.value, ast.Name):
                     return self.resolve(module, node.value.id, depth + 1)
                 return module, node.value
@@ -200,53 +195,6 @@ class SourceReader:
                         source = _absolute(module, package, node.level, node.module)
                         return self.resolve(source, alias.name, depth + 1)
         return None
-
-    def config(self, module: str, name: str, built: tuple[str, str] | None = None) -> ConfigSource | None:
-        """The config class ``name`` as seen from ``module`` (None when it cannot be read from source).
-
-        ``built`` (module, name) is the class it builds, when a registry says so; a derived config knows its own.
-        """
-        found = self.resolve(module, name)
-        if found is None:
-            return None
-        where, node = found
-        config = ConfigSource(name=name, module=where, built=built)
-        if not self._read_into(config, where, node, depth=0):
-            return None
-        own = ast.get_docstring(node) if isinstance(node, ast.ClassDef) else None
-        built_doc = self.class_doc(*config.built) if config.built else ""
-        config.doc = own or built_doc
-        docs = {**docstring_args(built_doc), **docstring_args(own or "")}
-        config.fields = [FieldSource(f.name, f.annotation, f.default, docs.get(f.name, f.doc)) for f in config.fields]
-        return config
-
-    def derived(self, module: str, name: str) -> ConfigSource | None:
-        """The config that ``hparams_for`` derives from the plain class ``name`` (its constructor's parameters)."""
-        found = self.resolve(module, name)
-        if found is None or not isinstance(found[1], ast.ClassDef):
-            return None
-        config = ConfigSource(name=f"{name}Hparams", module=found[0], built=(found[0], name))
-        init = self._init(found[0], found[1], depth=0)
-        doc = ast.get_docstring(found[1]) or ""
-        args = docstring_args(doc)
-        fields = _parameters(init) if init is not None else []
-        config.fields = [FieldSource(f.name, f.annotation, f.default, args.get(f.name, "")) for f in fields]
-        config.doc = doc
-        return config
-
-    def is_config(self, module: str, name: str, depth: int = 0) -> bool:
-        """Whether class ``name`` is a config class: it subclasses ``Hparams`` or a ``hparams_for(...)`` class."""
-        found = self.resolve(module, name)
-        if found is None or not isinstance(found[1], ast.ClassDef) or depth > 20:
-            return isinstance(found[1], ast.Call) if found else False
-        if (found[0], found[1].name) == _ROOT:
-            return True
-        for base in found[1].bases:
-            if isinstance(base, ast.Call) or (
-                isinstance(base, ast.Name) and self.is_config(found[0], base.id, depth + 1)
-            ):
-                return True
-        return False
 
     def literal_names(self, module: str, name: str) -> dict[str, str]:
         """A literal dict of ``module`` from strings to names or strings, as ``{key: name}`` (empty if none)."""
@@ -262,72 +210,58 @@ class SourceReader:
                     names[key.value] = value.value
         return names
 
+    def literal_strings(self, module: str, node: ast.AST | None) -> list[str]:
+        """The strings of a literal tuple or list (``*NAME`` of another one in ``module`` spread in); [] if none."""
+        if isinstance(node, ast.Name):
+            found = self.resolve(module, node.id)
+            node = found[1] if found is not None else None
+        strings: list[str] = []
+        for item in node.elts if isinstance(node, ast.Tuple | ast.List | ast.Set) else []:
+            if isinstance(item, ast.Constant) and isinstance(item.value, str):
+                strings.append(item.value)
+            elif isinstance(item, ast.Starred):
+                strings += self.literal_strings(module, item.value)
+        return strings
+
+    def runtime_names(self, module: str) -> set[str]:
+        """The names ``module`` binds when it runs: those imported under ``if TYPE_CHECKING:`` left out."""
+        found = self.tree(module)
+        names: set[str] = set()
+        for node in _statements(found[0].body if found else [], runtime=True):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Assign | ast.AnnAssign):
+                names |= set(targets(node))
+        return names
+
     def class_doc(self, module: str, name: str) -> str:
-        """The docstring of class ``name`` as seen from ``module`` (empty when it has none or cannot be read)."""
+        """The docstring of the class (or function) ``name`` as seen from ``module`` (empty when there is none)."""
         found = self.resolve(module, name)
-        return (ast.get_docstring(found[1]) or "") if found and isinstance(found[1], ast.ClassDef) else ""
-
-    def _read_into(self, config: ConfigSource, module: str, node: ast.AST, depth: int) -> bool:
-        """Adds the fields that ``node`` (a class, or a ``hparams_for(...)`` call) defines to ``config``."""
-        if depth > 20:
-            return False
-        if isinstance(node, ast.Call):
-            return self._derived_into(config, module, node)
-        if not isinstance(node, ast.ClassDef):
-            return False
-        if (module, node.name) == _ROOT:
-            return True
-        for base in node.bases:
-            if isinstance(base, ast.Call):
-                self._read_into(config, module, base, depth + 1)
-            elif isinstance(base, ast.Name) and (found := self.resolve(module, base.id)) is not None:
-                self._read_into(config, *found, depth + 1)
-        if any(isinstance(item, ast.FunctionDef) and item.name == "from_dict" for item in node.body):
-            config.plain_from_dict = False
-        _merge(config.fields, _class_fields(node))
-        return True
-
-    def _derived_into(self, config: ConfigSource, module: str, call: ast.Call) -> bool:
-        """The fields of ``hparams_for(Cls, ...)``: the parameters of ``Cls.__init__`` (or of a base's)."""
-        func = call.func
-        called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-        if called != _DERIVE or not call.args or not isinstance(call.args[0], ast.Name):
-            return False
-        found = self.resolve(module, call.args[0].id)
-        if found is None or not isinstance(found[1], ast.ClassDef):
-            return False
-        config.built = (found[0], found[1].name)
-        init = self._init(found[0], found[1], depth=0)
-        if init is not None:
-            _merge(config.fields, _parameters(init))
-        return True
-
-    def _init(self, module: str, node: ast.ClassDef, depth: int) -> ast.FunctionDef | None:
-        for item in node.body:
-            if isinstance(item, ast.FunctionDef) and item.name == "__init__":
-                return item
-        for base in node.bases:
-            if isinstance(base, ast.Name) and depth < 20:
-                found = self.resolve(module, base.id)
-                if found is not None and isinstance(found[1], ast.ClassDef):
-                    init = self._init(found[0], found[1], depth + 1)
-                    if init is not None:
-                        return init
-        return None
+        node = found[1] if found is not None else None
+        return (ast.get_docstring(node) or "") if isinstance(node, ast.ClassDef | ast.FunctionDef) else ""
 
 
-def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
-    """The module's statements, with those under ``if`` and ``try`` (``if TYPE_CHECKING:``) flattened in."""
+def _statements(body: list[ast.stmt], runtime: bool = False) -> list[ast.stmt]:
+    """The module's statements, with those under ``if`` and ``try`` flattened in (``runtime``: not those under ``if
+    TYPE_CHECKING:``, which never run)."""
     flat: list[ast.stmt] = []
     for node in body:
-        if isinstance(node, ast.If | ast.Try):
-            flat += _statements(node.body) + _statements(node.orelse)
+        if isinstance(node, ast.If):
+            checking = ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+            flat += (_statements(node.body, runtime) if not (runtime and checking) else []) + _statements(
+                node.orelse, runtime
+            )
+        elif isinstance(node, ast.Try):
+            flat += _statements(node.body, runtime) + _statements(node.orelse, runtime)
+            flat += [item for handler in node.handlers for item in _statements(handler.body, runtime)]
         else:
             flat.append(node)
     return flat
 
 
-def _targets(node: ast.Assign | ast.AnnAssign) -> list[str]:
+def targets(node: ast.Assign | ast.AnnAssign) -> list[str]:
     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
     return [target.id for target in targets if isinstance(target, ast.Name)]
 
@@ -339,56 +273,3 @@ def _absolute(module: str, package: bool, level: int, name: str | None) -> str:
     parts = module.split(".") if package else module.split(".")[:-1]
     base = parts[: len(parts) - (level - 1)]
     return ".".join([*base, name] if name else base)
-
-
-def _merge(fields: list[FieldSource], new: list[FieldSource]) -> None:
-    """Adds ``new`` to ``fields`` as a dataclass does: a redefined field keeps its place and takes the new value."""
-    places = {f.name: i for i, f in enumerate(fields)}
-    for item in new:
-        if item.name in places:
-            fields[places[item.name]] = item
-        else:
-            places[item.name] = len(fields)
-            fields.append(item)
-
-
-def _class_fields(node: ast.ClassDef) -> list[FieldSource]:
-    """The dataclass fields a class body declares: annotated names that are not ``ClassVar``."""
-    fields: list[FieldSource] = []
-    for item in node.body:
-        if not isinstance(item, ast.AnnAssign) or not isinstance(item.target, ast.Name):
-            continue
-        annotation = ast.unparse(item.annotation)
-        if annotation.startswith(("ClassVar", "typing.ClassVar")):
-            continue
-        fields.append(FieldSource(item.target.id, annotation, _default(item.value), ""))
-    return fields
-
-
-def _default(value: ast.expr | None) -> str | None:
-    """A field's default as source text; ``field(default_factory=list)`` -> ``'list()'``."""
-    if value is None:
-        return None
-    if isinstance(value, ast.Call) and ast.unparse(value.func).split(".")[-1] in ("field", "Field"):
-        for keyword in value.keywords:
-            if keyword.arg == "default":
-                return ast.unparse(keyword.value)
-            if keyword.arg == "default_factory":
-                factory = keyword.value
-                if isinstance(factory, ast.Lambda):
-                    return ast.unparse(factory.body)
-                return _FACTORIES.get(ast.unparse(factory), f"{ast.unparse(factory)}()")
-        return None
-    return ast.unparse(value)
-
-
-def _parameters(init: ast.FunctionDef) -> list[FieldSource]:
-    """The named parameters of a constructor, ``self`` and ``*args``/``**kwargs`` left out."""
-    arguments = init.args
-    positional = [*arguments.posonlyargs, *arguments.args][1:]
-    defaults: list[ast.expr | None] = [None] * (len(positional) - len(arguments.defaults)) + [*arguments.defaults]
-    pairs = [*zip(positional, defaults), *zip(arguments.kwonlyargs, arguments.kw_defaults)]
-    return [
-        FieldSource(arg.arg, ast.unparse(arg.annotation) if arg.annotation else "", _default(value), "")
-        for arg, value in pairs
-    ]

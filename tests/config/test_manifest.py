@@ -15,6 +15,7 @@ import pytest
 from composer.config import REGISTRIES, TrainerHparams
 from composer.config.kinds import KINDS
 from composer.config.manifest import build_view, cache_folder, load_manifest, load_trainer_schema
+from composer.config.source_fields import read_config
 from composer.config.sources import SourceReader, docstring_args
 
 BUILT = {"algorithms": "ALGORITHMS", "callbacks": "CALLBACKS", "loggers": "LOGGERS"}
@@ -34,7 +35,7 @@ def test_the_view_matches_the_registries():
         built = getattr(sys.modules[KINDS[kind].module], BUILT[kind], {}) if kind in BUILT else {}
         for name, config in registry.items():
             entry = manifest[kind][name]
-            made = built.get(name, config)
+            made = built.get(name) or getattr(config, "target", None) or config  # what it builds
             where = f"{kind}.{name}"
             assert (entry["config"], entry["config_module"]) == (config.__name__, config.__module__), where
             assert (entry["class"], entry["module"]) == (made.__name__, made.__module__), where
@@ -128,12 +129,12 @@ def test_the_cache_folder_follows_xdg(monkeypatch, tmp_path):
 
 
 def test_the_generator_reads_a_trainer_subclass_with_one_more_keyword(tmp_path, monkeypatch):
-    """A config derived from a constructor (``hparams_for``) takes its fields from the signature and its docs from the
-    docstring: a keyword added to a Trainer subclass is a recipe key, typed and documented, with no other edit."""
+    """A config derived from a constructor (``derive_fields``) takes its fields from the signature and its docs from
+    the docstring: a keyword added to a Trainer subclass is a recipe key, typed and documented, with no other edit."""
     (tmp_path / "my_trainer.py").write_text(
         textwrap.dedent(
             '''
-            from composer.core.hparams import hparams_for
+            from composer.core.hparams import Hparams, derive_fields
             from composer.trainer import Trainer
 
 
@@ -148,16 +149,71 @@ def test_the_generator_reads_a_trainer_subclass_with_one_more_keyword(tmp_path, 
                     super().__init__(*args, **kwargs)
 
 
-            class MyTrainerHparams(hparams_for(MyTrainer)):
-                """The config of MyTrainer."""
+            @derive_fields(MyTrainer, strict=True)
+            class MyTrainerHparams(Hparams):
+                """The config of MyTrainer.
+
+                Args:
+                    model: The model's name.
+                """
+
+                model: str
             '''
         )
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    config = SourceReader().config("my_trainer", "MyTrainerHparams")
+    config = read_config(SourceReader(), "my_trainer", "MyTrainerHparams")
     assert config is not None and config.built == ("my_trainer", "MyTrainer")
-    assert [(f.name, f.annotation, f.default, f.doc) for f in config.fields] == [
-        ("knob", "float", "0.5", "How far to turn it.")
+    assert [(f.name, f.annotation, f.default, f.doc, f.recipe) for f in config.fields] == [
+        ("model", "str", None, "The model's name.", ""),
+        ("knob", "float", "0.5", "How far to turn it.", "StrictFloat | StrictInt"),
+    ]
+
+
+def test_the_generator_follows_the_rules_of_hparams_for(tmp_path, monkeypatch):
+    """What a recipe cannot give is left out, ``defaults``, ``exclude`` and ``order`` apply, an enum default is its
+    value and a tuple a list, type aliases expand, names imported for type checking only are Python's."""
+    (tmp_path / "my_methods.py").write_text(
+        textwrap.dedent(
+            """
+            import enum
+            from collections.abc import Callable
+            from typing import TYPE_CHECKING, Any
+
+            from composer.core.hparams import REQUIRED, hparams_for
+
+            if TYPE_CHECKING:
+                from torch import Tensor
+
+            Size = int | tuple[int, int] | Callable[..., int]
+            FIRST = ("mode",)
+
+
+            class Mode(enum.Enum):
+                FAST = "fast"
+                SLOW = 2
+
+
+            class Method:
+                def __init__(self, size: Size, hook: Callable[[], None] | None = None, mode: Mode = Mode.SLOW,
+                             shape: tuple[int, ...] = (1, 2), widths: list[int] = (3,), mask: "Tensor | None" = None,
+                             anything: Any = None, skipped: int = 1, ghost: int = 4):
+                    pass
+
+
+            MethodHparams = hparams_for(Method, exclude=("skipped",), defaults={"ghost": REQUIRED}, order=[*FIRST])
+            """
+        )
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = read_config(SourceReader(), "my_methods", "MethodHparams")
+    assert config is not None
+    assert [(f.name, f.default) for f in config.fields] == [
+        ("mode", "'slow'"),
+        ("size", None),
+        ("shape", "(1, 2)"),
+        ("widths", "[3]"),
+        ("ghost", None),
     ]
 
 
