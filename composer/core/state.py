@@ -6,6 +6,7 @@ import math
 import random
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from composer.core.callback import Callback
     from composer.core.evaluator import Evaluator
 
-__all__ = ["State", "bare_model_state", "unwrap_model"]
+__all__ = ["SequenceCut", "State", "bare_model_state", "unwrap_model"]
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -31,6 +32,24 @@ def _as_list(value: Any) -> list[Any]:
     if isinstance(value, (list, tuple)):
         return list(value)
     return [value]
+
+
+@dataclass
+class SequenceCut:
+    """How the algorithms that shorten training sequences agreed to cut each batch (:attr:`State.sequence_cut`).
+
+    They say it at ``INIT`` and read it at ``AFTER_DATALOADER``, so the batch is cut once, whatever their order in
+    the algorithm list: ALiBi trains on a fraction of each sequence (``scaling``); SeqLengthWarmup cuts to its schedule
+    (``scheduled``) and then applies the scaling in the same cut, and ALiBi leaves the batch to it.
+
+    Attributes:
+        scaling (float): The fraction of each loaded sequence's length to train on; 1.0 keeps the whole length.
+        scheduled (bool): Whether an algorithm cuts every training batch to a schedule of its own, applying
+            ``scaling`` as well.
+    """
+
+    scaling: float = 1.0
+    scheduled: bool = False
 
 
 class State(Serializable):
@@ -82,6 +101,8 @@ class State(Serializable):
             an epoch can rebuild the same shuffle order and worker seeds.
         resume_rng (dict | None): The random states a loaded checkpoint was saved with, waiting to be restored (the
             Trainer restores them right before the first batch it trains after the resume); None otherwise.
+        sequence_cut (SequenceCut): How training sequences are shortened, as the algorithms that shorten them agreed
+            at ``INIT``.
 
     Example:
         >>> import torch
@@ -145,6 +166,7 @@ class State(Serializable):
         self.stop_reason: str | None = None
         self.epoch_start_rng: dict[str, Any] | None = None
         self.resume_rng: dict[str, Any] | None = None
+        self.sequence_cut = SequenceCut()
 
     # ---- time and duration -------------------------------------------------------------------------------------
 

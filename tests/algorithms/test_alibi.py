@@ -195,9 +195,11 @@ def test_with_seq_length_warmup_alibi_leaves_the_training_batch_to_it():
     alone = State(model=model, max_duration="1ep", algorithms=[alibi])
     assert alibi.match(Event.AFTER_DATALOADER, alone)
     for algorithms in ([alibi, SeqLengthWarmup()], [SeqLengthWarmup(), alibi]):
-        state = State(model=model, max_duration="1ep", algorithms=algorithms)
-        assert not alibi.match(Event.AFTER_DATALOADER, state)  # the warmup cuts once for both
+        state = State(model=tiny_gpt(), max_duration="1ep", algorithms=algorithms)
         assert alibi.match(Event.INIT, state)
+        Engine(state).run_event(Event.INIT)  # each says its part in state.sequence_cut
+        assert state.sequence_cut.scaling == 0.5 and state.sequence_cut.scheduled
+        assert not alibi.match(Event.AFTER_DATALOADER, state)  # the warmup cuts once for both
 
 
 # ---- bad input ---------------------------------------------------------------------------------------------------

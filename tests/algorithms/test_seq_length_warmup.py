@@ -12,6 +12,7 @@ from composer import Trainer
 from composer.algorithms import SeqLengthWarmup, SeqLengthWarmupHparams
 from composer.algorithms.seq_length_warmup import apply_seq_length_warmup, warmup_seq_length
 from composer.core import Callback, Engine, Event, Logger, State
+from composer.core.state import SequenceCut
 from composer.datasets import ByteTextDataset
 from composer.models import GPT, GPTConfig
 
@@ -250,8 +251,11 @@ def test_with_alibi_the_batch_is_cut_once_to_the_shorter_length_in_either_order(
     state = State(model=model, max_duration="10ba", algorithms=[alibi, warmup] if alibi_first else [warmup, alibi])
     ids = torch.arange(2 * seq_len).view(2, seq_len) + 1
     state.batch = {"input_ids": ids, "labels": ids + 100}  # both below the vocabulary size, 256
+    engine = Engine(state)
+    engine.run_event(Event.INIT)  # where the two agree, in state.sequence_cut, on who cuts and by how much
+    assert state.sequence_cut == SequenceCut(scaling=scaling, scheduled=True)
 
-    Engine(state).run_event(Event.AFTER_DATALOADER)
+    engine.run_event(Event.AFTER_DATALOADER)
 
     expected = _cut(ids, expected_len, expected_truncate)
     assert torch.equal(state.batch["input_ids"], expected)
@@ -267,8 +271,10 @@ def test_with_alibi_a_scaling_that_does_not_divide_the_length_is_still_refused()
     warmup = SeqLengthWarmup(0.0, 8, 32, step_size=8)
     state = State(model=model, max_duration="10ba", algorithms=[warmup, alibi])
     state.batch = {"input_ids": torch.zeros(2, 10, dtype=torch.long)}
+    engine = Engine(state)
+    engine.run_event(Event.INIT)
     with pytest.raises(ValueError, match=r"train_sequence_length_scaling=0.25 turns sequences of 10 tokens into 2.5"):
-        Engine(state).run_event(Event.AFTER_DATALOADER)
+        engine.run_event(Event.AFTER_DATALOADER)
 
 
 def _train_with_alibi(

@@ -18,8 +18,8 @@ from torch import nn
 
 from composer.algorithms.alibi.bias import AlibiBias, ZeroPositionEmbedding
 from composer.algorithms.alibi.policies import ALIBI_POLICIES
-from composer.algorithms.seq_length_warmup.seq_length_warmup import SeqLengthWarmup, apply_seq_length_warmup
 from composer.algorithms.utils.ported_calls import explain_call
+from composer.algorithms.utils.sequence_length import cut_sequences, scaled_length
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
 from composer.core.hparams import Hparams, hparams
@@ -215,19 +215,7 @@ def scale_sequence_length(batch: Mapping[str, Any], scaling: float) -> Mapping[s
             + (f" with keys {sorted(batch)}" if isinstance(batch, Mapping) else "")
             + ". Set train_sequence_length_scaling=1.0 to leave batches alone."
         )
-    return apply_seq_length_warmup(batch, _scaled_length(input_ids.shape[1], scaling), truncate=False)
-
-
-def _scaled_length(seq_len: int, scaling: float) -> int:
-    """``seq_len * scaling``, checked to be a whole number of tokens that divides ``seq_len``."""
-    new_len = seq_len * scaling
-    if not float(new_len).is_integer() or new_len < 1 or seq_len % int(new_len):
-        raise ValueError(
-            f"train_sequence_length_scaling={scaling} turns sequences of {seq_len} tokens into {new_len:g}; it must "
-            f"give a whole number of tokens that divides {seq_len} (for example 0.25 or 0.5 when {seq_len} is a "
-            "multiple of 4)."
-        )
-    return int(new_len)
+    return cut_sequences(batch, scaled_length(input_ids.shape[1], scaling), truncate=False)
 
 
 def _find_policy(model: nn.Module) -> tuple[str, dict[str, Any]]:
@@ -284,8 +272,9 @@ class Alibi(Algorithm):
 
     Runs on ``INIT`` (the surgery of :func:`apply_alibi`, before the model moves to an accelerator; the optimizers
     lose the removed parameters) and on ``AFTER_DATALOADER`` when ``train_sequence_length_scaling != 1``, unless
-    the run also has :class:`~composer.algorithms.SeqLengthWarmup`: then that cuts each batch once, to the shorter
-    of the two lengths (ALiBi's never below the warmup's ``min_seq_length``), whatever the order of the two in
+    the run also has :class:`~composer.algorithms.SeqLengthWarmup`: at ``INIT`` each says its part in
+    ``state.sequence_cut`` (this one its scaling), and the warmup then cuts each batch once, to the shorter of the
+    two lengths (ALiBi's never below the warmup's ``min_seq_length``), whatever the order of the two in
     ``algorithms`` (see :meth:`train_sequence_length` and the method cards). The five
     path arguments let it target any attention class; :meth:`from_model` fills them in for
     :class:`~composer.models.GPT` and Hugging Face GPT-2 and BERT (under ``attn_implementation`` ``'sdpa'``, the
@@ -432,20 +421,22 @@ class Alibi(Algorithm):
         """
         if self.train_sequence_length_scaling == 1.0:
             return seq_len
-        return _scaled_length(seq_len, self.train_sequence_length_scaling)
+        return scaled_length(seq_len, self.train_sequence_length_scaling)
 
     def match(self, event: Event, state: State) -> bool:
-        """Runs on ``INIT``; on ``AFTER_DATALOADER`` when scaling, unless a SeqLengthWarmup cuts for both."""
+        """Runs on ``INIT``; on ``AFTER_DATALOADER`` when scaling, unless a scheduled cut applies the scaling."""
         return event == Event.INIT or (
             event == Event.AFTER_DATALOADER
             and self.train_sequence_length_scaling != 1.0
-            and not any(isinstance(algorithm, SeqLengthWarmup) for algorithm in state.algorithms)
+            and not state.sequence_cut.scheduled
         )
 
     def apply(self, event: Event, state: State, logger: Logger) -> None:
         """Performs the surgery at ``INIT``; reshapes the training batch to shorter sequences afterwards."""
         if event == Event.INIT:
             self.apply_to_model(state.model, optimizers=state.optimizers)
+            cut = state.sequence_cut  # the shortest of the runs' scalings, should there be several ALiBis
+            cut.scaling = min(cut.scaling, self.train_sequence_length_scaling)
             return
         state.batch = scale_sequence_length(state.batch_dict, self.train_sequence_length_scaling)
 

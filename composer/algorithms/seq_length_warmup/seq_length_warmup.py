@@ -8,14 +8,14 @@ is quadratic in length) and stabilise large learning rates; the length grows to 
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 
+from composer.algorithms.utils.sequence_length import batch_input_ids, check_positive_int, cut_sequences, scaled_length
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
 from composer.core.hparams import Hparams, hparams
@@ -30,16 +30,6 @@ __all__ = [
     "warmup_seq_length",
 ]
 
-# Values for the padding that reshaping adds after the last token: unscored labels, masked attention.
-_PAD_VALUES = {"labels": -100, "attention_mask": 0}
-_DEFAULT_PAD_VALUE = 0
-
-
-def _check_positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}.")
-    return value
-
 
 def _check_warmup(duration: float, min_seq_length: int, max_seq_length: int, step_size: int) -> None:
     if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not 0.0 <= duration <= 1.0:
@@ -47,9 +37,9 @@ def _check_warmup(duration: float, min_seq_length: int, max_seq_length: int, ste
             f"duration must be a fraction of the run in [0, 1], got {duration!r}; for example 0.3 warms up over the "
             "first 30% of training."
         )
-    _check_positive_int("min_seq_length", min_seq_length)
-    _check_positive_int("max_seq_length", max_seq_length)
-    _check_positive_int("step_size", step_size)
+    check_positive_int("min_seq_length", min_seq_length)
+    check_positive_int("max_seq_length", max_seq_length)
+    check_positive_int("step_size", step_size)
     if min_seq_length > max_seq_length:
         raise ValueError(
             f"min_seq_length={min_seq_length} is greater than max_seq_length={max_seq_length}; the warmup goes from "
@@ -92,100 +82,20 @@ def warmup_seq_length(elapsed: float, duration: float, min_seq_length: int, max_
     return min_seq_length + step_size * min(num_steps, int(num_steps * elapsed / duration))
 
 
-def _reshape_rows(value: torch.Tensor, seq_len: int, pad_value: int) -> tuple[torch.Tensor, int]:
-    """``value (B, S, ...)`` as rows of ``seq_len``: ``(ceil(B*S / seq_len), seq_len, ...)``, and the pad count."""
-    flat = value.reshape(-1, *value.shape[2:])  # (B * S, ...): the tokens in reading order
-    num_pad = -len(flat) % seq_len
-    if num_pad:
-        flat = torch.cat([flat, flat.new_full((num_pad, *flat.shape[1:]), pad_value)])
-    return flat.reshape(-1, seq_len, *flat.shape[1:]), num_pad
-
-
-def _input_ids(batch: Mapping[str, Any]) -> torch.Tensor:
-    """``batch['input_ids']``, checked to be a ``(B, S)`` tensor in a mapping."""
-    if not isinstance(batch, Mapping):
-        raise TypeError(
-            f"apply_seq_length_warmup needs a batch that is a dict of tensors such as {{'input_ids': ..., "
-            f"'labels': ...}}, got a {type(batch).__name__}. Use a dataset or collator that yields dicts."
-        )
-    if "input_ids" not in batch:
-        raise ValueError(
-            f"apply_seq_length_warmup needs batch['input_ids'] of shape (B, S) to know the sequence length; the "
-            f"batch has keys {sorted(batch)}. Name the token ids 'input_ids'."
-        )
-    input_ids = batch["input_ids"]
-    if not isinstance(input_ids, torch.Tensor) or input_ids.ndim != 2:
-        raise ValueError(
-            f"batch['input_ids'] must be a tensor of shape (B, S), got "
-            f"{tuple(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__}."
-        )
-    return input_ids
-
-
 def apply_seq_length_warmup(batch: Mapping[str, Any], curr_seq_len: int, truncate: bool = True) -> Mapping[str, Any]:
     """Returns the batch with every ``(B, S, ...)`` tensor cut to sequences of ``curr_seq_len`` tokens.
 
-    ``truncate=True`` keeps the first ``curr_seq_len`` tokens of each sequence. ``truncate=False`` keeps every
-    token: each tensor is read row after row and re-cut into rows of ``curr_seq_len`` (more, shorter sequences,
-    ``ceil(B * S / curr_seq_len)`` of them); when the tokens do not fill the last row it is padded with
-    ``labels = -100``, ``attention_mask = 0`` and ``0`` elsewhere, and an ``attention_mask`` is added if the batch
-    had none. Every key is cut the same way (``input_ids``, ``labels``, ``attention_mask``, ``token_type_ids``,
-    ...); tensors of another shape (per-sample labels) are left as they are when truncating. A batch of sequences
-    no longer than ``curr_seq_len`` is returned unchanged. The result has the batch's mapping type (a
-    ``transformers`` ``BatchEncoding`` stays one).
-
-    Args:
-        batch: A dict of tensors with ``'input_ids'`` of shape ``(B, S)``.
-        curr_seq_len: The sequence length to cut to.
-        truncate: Keep the prefix of each sequence (True) or reshape all tokens into shorter sequences (False).
-
-    Returns:
-        Mapping: The cut batch, of the input's mapping type (the input itself when nothing needed cutting).
-
-    Raises:
-        TypeError: If ``batch`` is not a mapping.
-        ValueError: If it has no ``'input_ids'``, or (reshaping) a batched tensor that is not ``(B, S, ...)``.
+    :func:`~composer.algorithms.utils.sequence_length.cut_sequences` under the name of the method's functional API:
+    ``truncate=True`` keeps each sequence's prefix, ``truncate=False`` re-reads all tokens in rows of
+    ``curr_seq_len`` (padding the last).
 
     Example:
-        >>> batch = {"input_ids": torch.arange(12).view(2, 6), "labels": torch.arange(12).view(2, 6)}
-        >>> apply_seq_length_warmup(batch, curr_seq_len=4, truncate=True)["input_ids"]
+        >>> batch = {"input_ids": torch.arange(12).view(2, 6)}
+        >>> apply_seq_length_warmup(batch, curr_seq_len=4)["input_ids"]
         tensor([[0, 1, 2, 3],
                 [6, 7, 8, 9]])
-        >>> reshaped = apply_seq_length_warmup(batch, curr_seq_len=4, truncate=False)
-        >>> reshaped["input_ids"]
-        tensor([[ 0,  1,  2,  3],
-                [ 4,  5,  6,  7],
-                [ 8,  9, 10, 11]])
-        >>> apply_seq_length_warmup(batch, curr_seq_len=5, truncate=False)["labels"]
-        tensor([[   0,    1,    2,    3,    4],
-                [   5,    6,    7,    8,    9],
-                [  10,   11, -100, -100, -100]])
     """
-    input_ids = _input_ids(batch)
-    _check_positive_int("curr_seq_len", curr_seq_len)
-    batch_size, seq_len = input_ids.shape
-    if seq_len <= curr_seq_len:
-        return batch
-    result: MutableMapping[str, Any] = copy.copy(batch) if isinstance(batch, MutableMapping) else dict(batch)
-    num_pad = 0
-    for key, value in batch.items():
-        if not isinstance(value, torch.Tensor) or value.ndim == 0:
-            continue
-        if value.ndim >= 2 and value.shape[:2] == (batch_size, seq_len):
-            if truncate:
-                result[key] = value[:, :curr_seq_len].contiguous()
-            else:
-                result[key], num_pad = _reshape_rows(value, curr_seq_len, _PAD_VALUES.get(key, _DEFAULT_PAD_VALUE))
-        elif not truncate:
-            raise ValueError(
-                f"Cannot reshape batch[{key!r}] of shape {tuple(value.shape)} into sequences of {curr_seq_len}: "
-                f"only tensors of shape (B, S, ...) = ({batch_size}, {seq_len}, ...) can be. Use truncate=True, or "
-                "drop that key from the batch."
-            )
-    if num_pad and "attention_mask" not in batch:
-        present = torch.ones(batch_size, seq_len, dtype=torch.long, device=input_ids.device)
-        result["attention_mask"], _ = _reshape_rows(present, curr_seq_len, 0)
-    return result
+    return cut_sequences(batch, curr_seq_len, truncate)
 
 
 def set_batch_sequence_length(batch: Mapping[str, Any], curr_seq_len: int, truncate: bool = True) -> Mapping[str, Any]:
@@ -222,18 +132,6 @@ def _combined_cut(
     return curr_seq_len, truncate
 
 
-def _alibi_seq_len(algorithms: Sequence[Algorithm], batch: Mapping[str, Any]) -> int | None:
-    """The shortest training length an :class:`~composer.algorithms.Alibi` of the run asks for, or None."""
-    # Imported here, not at the top: the alibi module imports this one.
-    from composer.algorithms.alibi.alibi import Alibi
-
-    alibis = [a for a in algorithms if isinstance(a, Alibi) and a.train_sequence_length_scaling != 1.0]
-    if not alibis:
-        return None
-    seq_len = int(_input_ids(batch).shape[1])
-    return min(alibi.train_sequence_length(seq_len) for alibi in alibis)
-
-
 def _tile_to_length(value: Any, num_rows: int, batch_size: int, seq_len: int, length: int) -> Any:
     """A batch entry for the pre-allocation pass: ``num_rows`` rows, sequences repeated out to ``length``."""
     if not isinstance(value, torch.Tensor) or value.ndim == 0 or value.shape[0] != batch_size:
@@ -255,9 +153,10 @@ class SeqLengthWarmup(Algorithm):
     Batches must be dicts with ``'input_ids'``, as Hugging Face collators produce them.
 
     With :class:`~composer.algorithms.Alibi` and its ``train_sequence_length_scaling`` in the same run, the batch
-    is cut once, here, whatever the order of the two in ``algorithms``: both lengths are computed from the batch the
-    dataloader yielded; ALiBi's (raised to ``min_seq_length`` if it is below) applies, by reshaping, unless the
-    scheduled length is shorter, which then applies as without ALiBi. Alibi leaves the batch to this algorithm.
+    is cut once, here, whatever the order of the two in ``algorithms``: at ``INIT`` this algorithm says in
+    ``state.sequence_cut`` that it cuts to a schedule, and ALiBi says its scaling there. Both lengths are computed
+    from the batch the dataloader yielded; ALiBi's (raised to ``min_seq_length`` if it is below) applies, by
+    reshaping, unless the scheduled length is shorter, which then applies as without ALiBi.
 
     Changing lengths can fragment GPU memory, so on the first batch the algorithm runs one forward and backward
     pass at ``max_seq_length`` (the batch's own tokens repeated, with ``ceil(batch_size / grad_accum)`` rows) to
@@ -299,21 +198,24 @@ class SeqLengthWarmup(Algorithm):
         self._preallocated = False
 
     def match(self, event: Event, state: State) -> bool:
-        """Runs on every ``AFTER_DATALOADER``."""
-        return event == Event.AFTER_DATALOADER
+        """Runs on ``INIT`` and every ``AFTER_DATALOADER``."""
+        return event == Event.AFTER_DATALOADER or event == Event.INIT
 
     def apply(self, event: Event, state: State, logger: Logger) -> None:
         """Pre-allocates memory on the first batch, then cuts the batch to the scheduled length (or ALiBi's)."""
+        if event == Event.INIT:
+            state.sequence_cut.scheduled = True  # ALiBi's scaling is applied here, in the same cut
+            return
         if not self._preallocated:
             self._preallocate(state)
             self._preallocated = True
         curr_seq_len = warmup_seq_length(
             state.get_elapsed_duration().value, self.duration, self.min_seq_length, self.max_seq_length, self.step_size
         )
-        batch = state.batch_dict
-        scaled_seq_len = _alibi_seq_len(state.algorithms, batch)  # Alibi leaves the cut to this algorithm
+        batch, scaling = state.batch_dict, state.sequence_cut.scaling
+        scaled_seq_len = None if scaling == 1.0 else scaled_length(int(batch_input_ids(batch).shape[1]), scaling)
         curr_seq_len, truncate = _combined_cut(curr_seq_len, self.truncate, self.min_seq_length, scaled_seq_len)
-        state.batch = apply_seq_length_warmup(batch, curr_seq_len, truncate)
+        state.batch = cut_sequences(batch, curr_seq_len, truncate)
         logger.metric_batch(
             {
                 "seq_length_warmup/curr_seq_len": curr_seq_len,
