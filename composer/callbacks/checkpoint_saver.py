@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 import logging
 import math
-import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -18,19 +17,16 @@ from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.core.time import Time, TimeUnit
 from composer.utils.checkpoint import (
-    CheckpointUploads,
+    DEFAULT_FILENAME,
+    DEFAULT_LATEST_FILENAME,
     RemoteCheckpointFolder,
-    ShardedUploads,
     check_upload_failure_policy,
-    find_checkpoints,
     format_checkpoint_name,
-    link_latest,
-    prune_checkpoints,
     remove_stale_temporary_files,
     save_checkpoint,
 )
+from composer.utils.checkpoint.folders import CheckpointFolder, LocalFolder, RemoteFolder
 from composer.utils.checkpoint.naming import refuse_folders_named_like_checkpoints
-from composer.utils.object_store import BackgroundUploader
 
 __all__ = ["CheckpointSaver", "CheckpointSaverHparams"]
 
@@ -117,8 +113,8 @@ class CheckpointSaver(Callback):
     def __init__(
         self,
         folder: str = "checkpoints",
-        filename: str = "ep{epoch}-ba{batch}-rank{rank}.pt",
-        latest_filename: str | None = "latest-rank{rank}.pt",
+        filename: str = DEFAULT_FILENAME,
+        latest_filename: str | None = DEFAULT_LATEST_FILENAME,
         save_interval: SaveInterval = "1ep",
         num_checkpoints_to_keep: int = -1,
         overwrite: bool = False,
@@ -154,9 +150,7 @@ class CheckpointSaver(Callback):
         self.sharded = sharded
         self.remote = remote
         self.on_upload_failure = check_upload_failure_policy(on_upload_failure)
-        self._uploader: BackgroundUploader | None = None
-        self._uploads: CheckpointUploads | None = None  # one-file checkpoints' uploads, made at the first
-        self._sharded_uploads: ShardedUploads | None = None  # sharded checkpoints' (every rank's), made at the first
+        self._destination: CheckpointFolder | None = None  # made at the first use
         self.folder_path: Path | None = None
         self.saved_checkpoints: list[Path] = []
         self._interval_function, self._interval = _parse_interval(save_interval)
@@ -176,17 +170,13 @@ class CheckpointSaver(Callback):
             log.info("Removed %s, left by a save that was interrupted.", path)
         if not self.sharded:
             refuse_folders_named_like_checkpoints(folder, self.filename, self.run_name)  # saving over one would fail
-        if self.remote is not None:
-            self.remote.clean_up_unfinished_uploads()
+        self.destination.prepare()
         if self.overwrite:
             return
-        if self.remote is not None:
-            where, existing = str(self.remote.url), self.remote.newest_first(self.filename, self.run_name)
-        else:
-            where, existing = str(folder), [p.name for p in find_checkpoints(folder, self.filename, self.run_name)]
+        existing = list(self.destination.newest_first())
         if existing:
             raise ValueError(
-                f"The checkpoint folder {where} already holds checkpoints of this run's pattern "
+                f"The checkpoint folder {self.destination.location} already holds checkpoints of this run's pattern "
                 f"{self.filename!r} (newest: {existing[0]}). To continue that run, pass autoresume=True to the "
                 "Trainer; to write over them, save_overwrite=True (CheckpointSaver: overwrite=True); otherwise "
                 "choose another run_name or save_folder."
@@ -248,34 +238,13 @@ class CheckpointSaver(Callback):
         except BaseException:
             self._last_saved, self.saved_checkpoints = previous
             raise
-        if self.remote is not None and self.sharded:
-            uploads = self._shard_uploads(folder)
-            uploads.submit(path)  # this rank's shards, in the background
-            uploads.report()  # a collective: what every rank has uploaded counts now (and, keep_local, what stays)
-        if state.rank != 0:
-            return None
-        log.info("Saved checkpoint %s", path)
-        if self.remote is not None and self.sharded:
-            return path
-        if self.remote is not None:
-            self._upload_later(path, folder)
-            return path
-        protect: list[Path] = []
-        if self.latest_filename is not None:
-            link = folder / format_checkpoint_name(self.latest_filename, run_name=self.run_name)
-            try:
-                link_latest(link, path)
-            except OSError as e:
-                warnings.warn(f"Could not point {link} at {path} ({e}); the checkpoint itself is saved.", stacklevel=2)
-                if link.is_symlink():
-                    protect.append(link)  # the file it still names stays, so that it does not dangle
-        if keep > 0:  # only once the new checkpoint is safely on disk
-            # From the folder, not from the list this saver keeps: a run killed after its rename and before this
-            # step left a checkpoint that no list names, and this is where it goes.
-            for old in prune_checkpoints(folder, self.filename, keep, path, run_name=self.run_name, protect=protect):
-                log.info("Deleted %s (num_checkpoints_to_keep=%d).", old, keep)
-            self.saved_checkpoints = [p for p in self.saved_checkpoints if p == path or p.exists()]
-        return path
+        if state.rank == 0:
+            log.info("Saved checkpoint %s", path)
+        # Every rank: the folder makes it count (a local folder's 'latest' link and pruning; a store's uploads).
+        deleted = self.destination.commit(path)
+        if deleted:
+            self.saved_checkpoints = [p for p in self.saved_checkpoints if p == path or p not in deleted]
+        return path if state.rank == 0 else None
 
     def save_now(self, state: State, deadline: float) -> bool:
         """For a job told to stop (:mod:`composer.trainer.preemption`): saves this batch's checkpoint, unless one was
@@ -293,82 +262,41 @@ class CheckpointSaver(Callback):
         """
         if self._last_saved != state.timer.batch.value:
             self.save(state)
-        if self.remote is None or self._uploader is None:
-            return True
-        if self._sharded_uploads is not None:  # a collective: what every rank has uploaded by the deadline counts now
-            self._sharded_uploads.report(wait=True, deadline=deadline)
-            done = self._sharded_uploads.complete(deadline)
-        else:
-            done = self._uploader.wait_until(deadline) and self.store_outage is None
-        if not done:  # the process is about to end: stop the uploads in flight, which its exit would wait for
-            self.remote.store.cancel_uploads()
-            self._uploader = None
-        return done
+        return self.destination.flush(deadline)
 
     @property
     def store_outage(self) -> str | None:
         """Under ``on_upload_failure='keep_local'``, why the store does not take checkpoints now (None while it does)."""
-        uploads = self._uploads if self._uploads is not None else self._sharded_uploads
-        return uploads.outage if uploads is not None else None
+        return self.destination.outage
 
-    # ---- uploading ---------------------------------------------------------------------------------------------
-
-    def _upload_later(self, path: Path, folder: Path) -> None:
-        """Queues the upload of ``path`` (see :class:`~composer.utils.checkpoint.CheckpointUploads`)."""
-        self._one_file_uploads(folder).submit(path)
-
-    def upload_missing(self, paths: list[Path]) -> None:
-        """Uploads in the background the local checkpoints ``paths`` that the store lacks (autoresume found them,
-        left by a run whose uploads failed), newest first, then prunes the store. Rank 0's call."""
-        if self.remote is not None and paths:
-            self._one_file_uploads(self._folder()).upload_missing(paths)
-
-    def _one_file_uploads(self, folder: Path) -> CheckpointUploads:
-        if self._uploads is None:
-            self._uploads = CheckpointUploads(*self._upload_arguments(folder))
-        return self._uploads
-
-    def _shard_uploads(self, folder: Path) -> ShardedUploads:
-        """Every rank uploads its own shard files (on several nodes, no rank has the others' files); rank 0 commits
-        a checkpoint once every rank has reported its shards uploaded (see
-        :class:`~composer.utils.checkpoint.ShardedUploads`)."""
-        if self._sharded_uploads is None:
-            self._sharded_uploads = ShardedUploads(*self._upload_arguments(folder))
-        return self._sharded_uploads
-
-    def _upload_arguments(self, folder: Path) -> tuple[Any, ...]:
-        """What both kinds of uploads are made with; the background uploader is made at the first."""
-        assert self.remote is not None
-        if self._uploader is None:
-            self._uploader = BackgroundUploader(
-                self.remote.store.options.max_pending_uploads, name="composer-checkpoint"
-            )
-        return (
-            self.remote,
-            folder,
-            self.filename,
-            self.run_name,
-            self.num_checkpoints_to_keep,
-            self._uploader,
-            self.on_upload_failure,
-        )
-
-    def _finish_uploads(self) -> None:
-        if self._uploads is not None:
-            self._uploads.finish()  # under keep_local with the store down: says which stay only locally
-        elif self._uploader is not None:
-            self._uploader.wait()
+    @property
+    def destination(self) -> CheckpointFolder:
+        """The folder this saver commits its checkpoints to: the local ``folder``, or the store (``remote``), which
+        they are written into ``folder`` for."""
+        if self._destination is None:
+            folder, keep = self._folder(), self.num_checkpoints_to_keep
+            if self.remote is None:
+                self._destination = LocalFolder(folder, self.filename, self.run_name, keep, self.latest_filename)
+            else:
+                self._destination = RemoteFolder(
+                    self.remote,
+                    folder,
+                    self.filename,
+                    self.run_name,
+                    keep,
+                    sharded=self.sharded,
+                    on_upload_failure=self.on_upload_failure,
+                )
+        return self._destination
 
     def fit_end(self, state: State, logger: Logger) -> None:
         del state, logger
-        if self._sharded_uploads is not None:
-            self._sharded_uploads.finish()  # a collective: what every rank uploaded is committed
-        self._finish_uploads()  # fit returns once every checkpoint is in the store, or raises why one is not
+        self.destination.finish()  # fit returns once every checkpoint is committed, or raises why one is not
 
     def close(self, state: State, logger: Logger) -> None:
         del state, logger
-        if self._uploader is not None:
-            self._uploader.close()
+        if self._destination is not None:
+            self._destination.close()
 
     def _folder(self) -> Path:
         if self.folder_path is None:

@@ -25,29 +25,33 @@ from typing import Any
 from composer.callbacks.checkpoint_saver import CheckpointSaver, SaveInterval
 from composer.core.state import State
 from composer.core.time import Time
-from composer.trainer.autoresume import newest_local_or_remote
-from composer.trainer.sharded_autoresume import download_on_every_node, newest_sharded_checkpoint
 from composer.utils import dist
 from composer.utils.checkpoint import (
     CheckpointError,
     RemoteCheckpointFolder,
     check_upload_failure_policy,
-    find_checkpoints,
     format_checkpoint_name,
     is_sharded_checkpoint,
     read_checkpoint,
     restore_checkpoint,
 )
+from composer.utils.checkpoint.folders import CheckpointFolder, LocalFolder, RemoteFolder
+from composer.utils.checkpoint.mirrored_folder import WEIGHTS_ONLY, MirroredFolder
+from composer.utils.checkpoint.naming import (
+    DEFAULT_FILENAME,
+    DEFAULT_LATEST_FILENAME,
+    SHARDED_FILENAME,
+    SHARDED_LATEST_FILENAME,
+)
 from composer.utils.checkpoint.remote_folder import UNFINISHED_UPLOAD
+from composer.utils.checkpoint.sharded_mirror import download_on_every_node
 from composer.utils.object_store import ObjectStoreURL, StorageOptions, is_url, parse_location, redact
 
-__all__ = ["Checkpointing", "epoch_batches", "run_config"]
+__all__ = ["Checkpointing", "epoch_batches", "newest_readable", "run_config"]
 
 log = logging.getLogger(__name__)
 
-FILENAME, LATEST_FILENAME = "ep{epoch}-ba{batch}-rank{rank}.pt", "latest-rank{rank}.pt"
-# A sharded checkpoint is a folder (every rank writes its shards into it): these defaults name it.
-SHARDED_FILENAME, SHARDED_LATEST = "ep{epoch}-ba{batch}", "latest"
+Refused = list[tuple[str, CheckpointError]]
 
 
 class Checkpointing:
@@ -68,8 +72,8 @@ class Checkpointing:
         *,
         run_name: str | None = None,
         save_folder: str | None = None,
-        save_filename: str = FILENAME,
-        save_latest_filename: str | None = LATEST_FILENAME,
+        save_filename: str = DEFAULT_FILENAME,
+        save_latest_filename: str | None = DEFAULT_LATEST_FILENAME,
         save_interval: SaveInterval = "1ep",
         save_num_checkpoints_to_keep: int = -1,
         save_overwrite: bool = False,
@@ -132,8 +136,9 @@ class Checkpointing:
                 load_path = location
         self.sharded = sharded
         if sharded:  # a sharded checkpoint is a folder: the default names without the file suffix
-            save_filename = SHARDED_FILENAME if save_filename == FILENAME else save_filename
-            save_latest_filename = SHARDED_LATEST if save_latest_filename == LATEST_FILENAME else save_latest_filename
+            save_filename = SHARDED_FILENAME if save_filename == DEFAULT_FILENAME else save_filename
+            if save_latest_filename == DEFAULT_LATEST_FILENAME:
+                save_latest_filename = SHARDED_LATEST_FILENAME
         self.save_filename = save_filename
         self.save_latest_filename = save_latest_filename
         self.save_interval = save_interval
@@ -187,48 +192,8 @@ class Checkpointing:
             Path | None: The checkpoint loaded, if any.
         """
         if self.autoresume:
-            missing: list[Path] = []
-            found = None
-            if self.remote is not None and self.sharded:
-                # The newest complete across the store and every rank's local folder, made complete in the store and
-                # downloaded on every node, the same on every rank.
-                choice = newest_sharded_checkpoint(self.remote, self.save_filename, self.run_name)
-                refused = [(Path(name), why) for name, why in choice.refused]
-                chosen = None if choice.path is None else str(choice.path)
-                error = self._error_if_none(chosen, refused)
-            elif self.remote is not None:
-                # The newest of the store's and every rank's local folder's, the same on every rank.
-                resumption = newest_local_or_remote(self.remote, self.save_filename, self.run_name)
-                found, missing = resumption.found, resumption.missing
-                refused = [(Path(name), why) for name, why in resumption.refused]
-                chosen = None if found is None else str(found[0])
-                error = self._error_if_none(chosen, refused)
-            else:
-                # Launched: rank 0 picks the checkpoint (or finds that none can be resumed) and every rank follows it.
-                found, refused = self._newest_resumable() if state.rank == 0 else (None, [])
-                chosen = None if found is None else str(found[0])
-                chosen, error = dist.broadcast_object_list([chosen, self._error_if_none(chosen, refused)])
-            if error is not None:
-                raise CheckpointError(error)
-            if refused and state.rank == 0:  # one warning for them all
-                outcome = f"resumes from {chosen}" if chosen is not None else "is training from the start"
-                warnings.warn(
-                    f"autoresume skips {len(refused)} checkpoint(s) in {self.save_folder} that cannot be resumed "
-                    f"and {outcome}{' (save_overwrite=True)' if chosen is None else ''}: {_listing(refused)}",
-                    stacklevel=3,
-                )
-            if chosen is not None:
-                path = Path(chosen)
-                if found is None and self.remote is not None and not path.exists():  # another node: download it too
-                    path = self.remote.download(path.relative_to(self.remote.local_folder).as_posix())
-                checkpoint = found[1] if found is not None else read_checkpoint(path)
-                with _of_this_model(path, self.save_folder):
-                    restore_checkpoint(state, _without_budget(checkpoint, state), path=path)
-                log.info("autoresume: resuming from %s at %s.", path, state.timer)
-                self.loaded_path = path
-                _warn_if_inexact(state)
-                if missing and self.saver is not None:  # newer local checkpoints than the store's (rank 0)
-                    self.saver.upload_missing(missing)
+            path = self._resume(state)
+            if path is not None:
                 return path
             log.info("autoresume: no checkpoint in %s to resume from; training from the start.", self.save_folder)
         if self.sharded and self._remote_load is not None:
@@ -252,78 +217,96 @@ class Checkpointing:
                 _warn_if_inexact(state)
         return self.loaded_path
 
+    def _resume(self, state: State) -> Path | None:
+        """Autoresume: restores the newest checkpoint of this run that can be resumed (None if there is none)."""
+        folder = self._resume_folder()
+        collective = isinstance(folder, MirroredFolder)  # every rank walks it alike; else rank 0 chooses for all
+        found, refused = newest_readable(folder, whole=True) if collective or state.rank == 0 else (None, [])
+        chosen = None if found is None else str(found[0])
+        reasons = [(Path(name), error.reason) for name, error in refused]
+        error = self._error_if_none(chosen, reasons)
+        if not collective:
+            chosen, error = dist.broadcast_object_list([chosen, error])
+        if error is not None:
+            raise CheckpointError(error)
+        if reasons and state.rank == 0:  # one warning for them all
+            outcome = f"resumes from {chosen}" if chosen is not None else "is training from the start"
+            warnings.warn(
+                f"autoresume skips {len(reasons)} checkpoint(s) in {self.save_folder} that cannot be resumed "
+                f"and {outcome}{' (save_overwrite=True)' if chosen is None else ''}: {_listing(reasons)}",
+                stacklevel=4,
+            )
+        if chosen is None:
+            return None
+        path = Path(chosen)
+        checkpoint = found[1] if found is not None else read_checkpoint(path)
+        with _of_this_model(path, self.save_folder):
+            restore_checkpoint(state, _without_budget(checkpoint, state), path=path)
+        log.info("autoresume: resuming from %s at %s.", path, state.timer)
+        self.loaded_path = path
+        _warn_if_inexact(state)
+        folder.catch_up()  # a store: the newer local checkpoints it lacks are uploaded
+        return path
+
+    def _resume_folder(self) -> CheckpointFolder:
+        """Where autoresume looks: the saver's folder; in a store, with every rank's local folder besides."""
+        assert self.save_folder is not None
+        if self.saver is not None:
+            folder = self.saver.destination
+        elif self.remote is not None:
+            folder = RemoteFolder(self.remote, self.remote.local_folder, self.save_filename, self.run_name)
+        else:
+            folder = LocalFolder(self.save_folder, self.save_filename, self.run_name)
+        return MirroredFolder(folder) if isinstance(folder, RemoteFolder) else folder
+
     def _read_load_path(self) -> tuple[Path, dict[str, Any]]:
         """``load_path`` read back; for a folder, its newest checkpoint that reads back (and holds the whole training
-        state, unless ``load_weights_only``), by autoresume's rule over names that fit ``save_filename``."""
+        state, unless ``load_weights_only``), by autoresume's rule over names that fit ``save_filename``; an
+        ``s3://`` one: the object itself, downloaded and verified, or if no object has that key, the folder of that
+        name."""
         if self._remote_load is not None:
-            return self._read_remote_load_path(*self._remote_load)
-        folder = self.load_path
-        assert folder is not None
-        if not folder.is_dir() or is_sharded_checkpoint(folder):
-            return folder, read_checkpoint(folder)
-        for path in find_checkpoints(folder, self.save_filename, self.run_name):
-            try:
-                checkpoint = read_checkpoint(path)
-            except CheckpointError as e:
-                warnings.warn(
-                    f"load_path={str(folder)!r} is a folder; skipping {path}, trying the one before: {e}", stacklevel=4
-                )
-                continue
-            if self.load_weights_only or not checkpoint["metadata"].get("weights_only", False):
-                log.info("load_path=%r is a folder; loading its newest checkpoint, %s.", str(folder), path.name)
-                return path, checkpoint
-        entries = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir())
+            store, name = self._remote_load
+            if store.store.head(store.url.key(name)) is not None:
+                path = store.download(name)
+                return path, read_checkpoint(path)
+            inner = RemoteCheckpointFolder(store.url.join(name), store.store, store.local_folder / name)
+            folder: CheckpointFolder = RemoteFolder(inner, inner.local_folder, self.save_filename, self.run_name)
+        else:
+            assert self.load_path is not None
+            if not self.load_path.is_dir() or is_sharded_checkpoint(self.load_path):
+                return self.load_path, read_checkpoint(self.load_path)
+            folder = LocalFolder(self.load_path, self.save_filename, self.run_name)
+        found, refused = newest_readable(folder, whole=not self.load_weights_only)
+        if self._remote_load is None:
+            for name, error in refused:
+                if error.reason != WEIGHTS_ONLY:
+                    warnings.warn(
+                        f"load_path={folder.location!r} is a folder; skipping {folder.local_path(name)}, trying the "
+                        f"one before: {error}",
+                        stacklevel=4,
+                    )
+        if found is None:
+            raise FileNotFoundError(self._no_checkpoint_in(folder, refused))
+        log.info("load_path=%r is a folder; loading its newest checkpoint, %s.", folder.location, found[0].name)
+        return found
+
+    def _no_checkpoint_in(self, folder: CheckpointFolder, refused: Refused) -> str:
+        if isinstance(folder, RemoteFolder):
+            problems = "; ".join(f"{name}: {error.reason}" for name, error in refused)
+            return (
+                f"load_path={folder.location!r} is neither an object nor a folder holding a readable checkpoint named "
+                f"like save_filename={self.save_filename!r}"
+                + (f" (refused: {problems})" if problems else "")
+                + ". Pass the checkpoint's full key, for example s3://BUCKET/PATH/ep1-ba6-rank0.pt."
+            )
+        entries = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.local_folder.iterdir())
         listing = ", ".join(entries[:20]) + (f", ... ({len(entries)} in all)" if len(entries) > 20 else "")
         kind = "checkpoint" if self.load_weights_only else "checkpoint with the whole training state"
-        raise FileNotFoundError(
-            f"load_path={str(folder)!r} is a folder, and it holds no readable {kind} named like "
+        return (
+            f"load_path={folder.location!r} is a folder, and it holds no readable {kind} named like "
             f"save_filename={self.save_filename!r}. It holds: {listing or 'nothing'}. Pass the checkpoint file "
             "itself as load_path (or save_filename, when the checkpoints were saved under another name pattern)."
         )
-
-    def _read_remote_load_path(self, folder: RemoteCheckpointFolder, name: str) -> tuple[Path, dict[str, Any]]:
-        """An s3:// ``load_path``: the object itself, downloaded and verified; or, if no object has that key, the
-        newest readable checkpoint in the folder of that name."""
-        if folder.store.head(folder.url.key(name)) is not None:
-            path = folder.download(name)
-            return path, read_checkpoint(path)
-        inner = RemoteCheckpointFolder(folder.url.join(name), folder.store, folder.local_folder / name)
-        problems = []
-        for candidate in inner.newest_first(self.save_filename, self.run_name):
-            try:
-                path = inner.download(candidate)
-                checkpoint = read_checkpoint(path)
-            except CheckpointError as e:
-                problems.append(f"{candidate}: {e.reason}")
-                continue
-            if self.load_weights_only or not checkpoint["metadata"].get("weights_only", False):
-                log.info("load_path=%r is a folder; loading its newest checkpoint, %s.", str(inner.url), candidate)
-                return path, checkpoint
-            problems.append(f"{candidate}: holds only model weights")
-        raise FileNotFoundError(
-            f"load_path={str(inner.url)!r} is neither an object nor a folder holding a readable checkpoint named like "
-            f"save_filename={self.save_filename!r}"
-            + (f" (refused: {'; '.join(problems)})" if problems else "")
-            + ". Pass the checkpoint's full key, for example s3://BUCKET/PATH/ep1-ba6-rank0.pt."
-        )
-
-    def _newest_resumable(self) -> tuple[tuple[Path, dict[str, Any]] | None, list[tuple[Path, str]]]:
-        """The newest checkpoint in the local ``save_folder`` that reads back and holds the whole training state (None
-        if there is none), and the newer ones refused on the way, each with what is wrong with it (in an object store:
-        :mod:`composer.trainer.autoresume`, :mod:`composer.trainer.sharded_autoresume`)."""
-        assert self.save_folder is not None
-        refused: list[tuple[Path, str]] = []
-        for path in find_checkpoints(self.save_folder, self.save_filename, self.run_name):
-            try:
-                checkpoint = read_checkpoint(path)
-            except CheckpointError as e:
-                refused.append((path, e.reason))
-                continue
-            if checkpoint["metadata"].get("weights_only", False):
-                refused.append((path, "holds only model weights (saved with weights_only), so training cannot resume"))
-                continue
-            return (path, checkpoint), refused
-        return None, refused
 
     def _error_if_none(self, chosen: str | None, refused: Sequence[tuple[Path, str]]) -> str | None:
         """Why autoresume stops when it found nothing to resume from and refused checkpoints of this run; a sharded
@@ -340,6 +323,38 @@ class Checkpointing:
             "sound checkpoint of this run back into the folder, or pass load_path= to one (and save to another "
             "save_folder), or pass save_overwrite=True to train from the start and write over them."
         )
+
+
+def newest_readable(folder: CheckpointFolder, *, whole: bool) -> tuple[tuple[Path, dict[str, Any]] | None, Refused]:
+    """The newest checkpoint of ``folder`` that reads back (and, with ``whole``, holds the whole training state), and
+    the newer ones refused on the way, each with why: one walk of :meth:`~CheckpointFolder.newest_first`.
+
+    Args:
+        folder (CheckpointFolder): Where to look (a :class:`~composer.utils.checkpoint.mirrored_folder.MirroredFolder`
+            is walked on every rank alike: a collective).
+        whole (bool): Pass over checkpoints that hold only model weights.
+
+    Returns:
+        tuple: ``(path, checkpoint)`` or None, and the refused ``(name, CheckpointError)`` pairs, newest first.
+
+    Example:
+        >>> import tempfile
+        >>> newest_readable(LocalFolder(tempfile.mkdtemp(), "ep{epoch}-ba{batch}.pt"), whole=True)
+        (None, [])
+    """
+    refused: Refused = []
+    for name in folder.newest_first():
+        try:
+            path = folder.open(name)
+            checkpoint = read_checkpoint(path)
+        except CheckpointError as e:
+            refused.append((name, e))
+            continue
+        if whole and checkpoint["metadata"].get("weights_only", False):
+            refused.append((name, CheckpointError(f"{path} holds only model weights.", reason=WEIGHTS_ONLY)))
+            continue
+        return (path, checkpoint), refused
+    return None, refused
 
 
 def _listing(refused: Sequence[tuple[Path, str]]) -> str:

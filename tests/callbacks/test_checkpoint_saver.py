@@ -111,7 +111,7 @@ class Killed(BaseException):
 def die_after_the_rename_of(batch, monkeypatch):
     """Kills the run right after the checkpoint of ``batch`` is renamed into place: before the 'latest' link moves
     and before the old checkpoints are pruned."""
-    import composer.callbacks.checkpoint_saver as saver_module
+    import composer.utils.checkpoint.folders as saver_module  # where the saver's folder moves the link
 
     link_latest = saver_module.link_latest
 

@@ -289,7 +289,7 @@ class Killed(BaseException):
 
 @pytest.mark.parametrize("keep", [1, 2])
 def test_save_num_checkpoints_to_keep_converges_after_a_kill_between_rename_and_pruning(tmp_path, monkeypatch, keep):
-    import composer.callbacks.checkpoint_saver as saver_module
+    import composer.utils.checkpoint.folders as saver_module  # where the saver's folder moves the link
 
     link_latest = saver_module.link_latest
 

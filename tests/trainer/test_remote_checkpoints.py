@@ -19,6 +19,7 @@ import pytest
 import torch
 
 from composer import Callback, Trainer
+from composer.callbacks import CheckpointSaver
 from composer.utils.checkpoint import RemoteCheckpointFolder, read_checkpoint
 from composer.utils.object_store import S3ObjectStore, UploadError
 from tests.common import SimpleModel, make_dataloader
@@ -158,8 +159,8 @@ class StopServerAfter(Callback):
     def batch_end(self, state, logger):
         if state.timer.batch.value == self.batch + 1:
             for callback in state.callbacks:
-                if getattr(callback, "_uploader", None) is not None:
-                    callback._uploader.wait()  # the upload of the checkpoint of `batch` is complete
+                if isinstance(callback, CheckpointSaver):
+                    callback.destination.wait()  # the upload of the checkpoint of `batch` is complete
             self.server.stop()
 
 

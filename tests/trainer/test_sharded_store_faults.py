@@ -58,8 +58,8 @@ class At(Callback):
         action = self.actions.get(int(state.timer.batch))
         if action is not None:
             for callback in state.callbacks:
-                if isinstance(callback, CheckpointSaver) and callback._uploader is not None:
-                    callback._uploader.wait()
+                if isinstance(callback, CheckpointSaver):
+                    callback.destination.wait()
             action()
 
 

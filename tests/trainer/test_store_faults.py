@@ -60,8 +60,8 @@ def make_trainer(save_folder: str, local: Path, endpoint_url: str, **kwargs) -> 
 
 def wait_for_uploads(state) -> None:
     for callback in state.callbacks:
-        if isinstance(callback, CheckpointSaver) and callback._uploader is not None:
-            callback._uploader.wait()
+        if isinstance(callback, CheckpointSaver):
+            callback.destination.wait()
 
 
 class At(Callback):

@@ -29,13 +29,18 @@ The package, in layers (each module imports only those above it):
   checked against ``composer.pt``, and :mod:`~composer.utils.checkpoint.sharded_reader`, the tensors loaded through
   it); :mod:`~composer.utils.checkpoint.formats` chooses between them (:func:`save_checkpoint`,
   :func:`read_checkpoint`, :func:`restore_checkpoint`);
-* the folders: :mod:`~composer.utils.checkpoint.remote_folder` (a run's checkpoints in an object store, ranked and
-  pruned like a local folder and verified by SHA-256), :mod:`~composer.utils.checkpoint.uploads` (one-file
-  checkpoints uploaded as they are saved, and the ``on_upload_failure`` policy) and
-  :mod:`~composer.utils.checkpoint.sharded_uploads` (every rank's uploads of sharded checkpoints, committed by rank 0).
+* the folders: :mod:`~composer.utils.checkpoint.remote_folder` (the transfers: a run's checkpoints in an object
+  store, ranked and pruned like a local folder and verified by SHA-256), :mod:`~composer.utils.checkpoint.uploads`
+  (one-file checkpoints uploaded as they are saved, and the ``on_upload_failure`` policy),
+  :mod:`~composer.utils.checkpoint.sharded_uploads` (every rank's uploads of sharded checkpoints, committed by rank 0),
+  and over them the one interface a saver commits to and a loader walks (``newest_first``, ``open``, ``commit``,
+  ``prune``): :mod:`~composer.utils.checkpoint.folders` (:class:`LocalFolder`, :class:`RemoteFolder`) and
+  :mod:`~composer.utils.checkpoint.mirrored_folder` (:class:`MirroredFolder`, a store whose ranks' local folders count
+  too: autoresume's choice, with :mod:`~composer.utils.checkpoint.sharded_mirror` for sharded checkpoints).
 """
 
 from composer.utils.checkpoint.errors import CheckpointError, NonFiniteWeightsError
+from composer.utils.checkpoint.folders import CheckpointFolder, LocalFolder, RemoteFolder
 from composer.utils.checkpoint.formats import load_checkpoint, read_checkpoint, restore_checkpoint, save_checkpoint
 from composer.utils.checkpoint.local_io import (
     DiskFullError,
@@ -43,6 +48,7 @@ from composer.utils.checkpoint.local_io import (
     link_latest,
     remove_stale_temporary_files,
 )
+from composer.utils.checkpoint.mirrored_folder import MirroredFolder
 from composer.utils.checkpoint.naming import (
     DEFAULT_FILENAME,
     DEFAULT_LATEST_FILENAME,
@@ -64,10 +70,14 @@ __all__ = [
     "FILENAME_FIELDS",
     "UPLOAD_FAILURE_POLICIES",
     "CheckpointError",
+    "CheckpointFolder",
     "CheckpointUploads",
     "DiskFullError",
+    "LocalFolder",
+    "MirroredFolder",
     "NonFiniteWeightsError",
     "RemoteCheckpointFolder",
+    "RemoteFolder",
     "ShardedUploads",
     "check_upload_failure_policy",
     "convert_sharded_to_full",

@@ -1,5 +1,5 @@
-"""Autoresume from an object store: the newest sound checkpoint, in the store or in a rank's local folder, chosen
-the same on every rank.
+"""A folder in an object store whose ranks' local folders count too (:class:`MirroredFolder`), and autoresume's choice
+in it: the newest sound checkpoint, in the store or in a rank's local folder, chosen the same on every rank.
 
 The store is not always the newest: a run whose uploads failed for good (a store outage longer than
 ``retry_budget``) leaves newer checkpoints in its local folder than in the store, and the local folders of different
@@ -13,25 +13,33 @@ nodes differ (the machine that held rank 0's folder may come back as another ran
 3. the choice is broadcast, so every rank resumes from the same checkpoint. A rank that lacks it downloads it; if
    only other ranks' folders hold it, the first of them uploads it first;
 4. rank 0's local checkpoints that the store lacks, newer than the store's newest and not newer than the choice,
-   are then uploaded in the background, newest first (:meth:`~composer.callbacks.CheckpointSaver.upload_missing`).
+   are then uploaded in the background, newest first (:meth:`MirroredFolder.catch_up`).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from composer.utils import dist
-from composer.utils.checkpoint import CheckpointError, RemoteCheckpointFolder, find_checkpoints, read_checkpoint
-from composer.utils.checkpoint.remote_folder import rank_checkpoint_names
+from composer.utils.checkpoint.errors import CheckpointError
+from composer.utils.checkpoint.folders import CheckpointFolder, RemoteFolder
+from composer.utils.checkpoint.formats import read_checkpoint
+from composer.utils.checkpoint.naming import find_checkpoints
+from composer.utils.checkpoint.remote_folder import RemoteCheckpointFolder, rank_checkpoint_names
+from composer.utils.checkpoint.sharded_mirror import newest_sharded_checkpoint
 
-__all__ = ["Resumption", "newest_local_or_remote"]
+__all__ = ["WEIGHTS_ONLY", "MirroredFolder", "Resumption", "newest_local_or_remote"]
 
 log = logging.getLogger(__name__)
 
 Found = tuple[Path, dict[str, Any]]
+
+WEIGHTS_ONLY = "holds only model weights (saved with weights_only), so training cannot resume"
+"""Why a weights-only checkpoint is passed over by autoresume."""
 
 
 @dataclass
@@ -105,10 +113,7 @@ def _read_resumable(path: Path) -> dict[str, Any]:
     """The checkpoint at ``path`` read back (its checksum verified), if it holds the whole training state."""
     checkpoint = read_checkpoint(path)
     if checkpoint["metadata"].get("weights_only", False):
-        raise CheckpointError(
-            f"{path} holds only model weights.",
-            reason="holds only model weights (saved with weights_only), so training cannot resume",
-        )
+        raise CheckpointError(f"{path} holds only model weights.", reason=WEIGHTS_ONLY)
     return checkpoint
 
 
@@ -184,3 +189,70 @@ def _share(remote: RemoteCheckpointFolder, name: str, local: Found | None) -> No
 
 def _name(remote: RemoteCheckpointFolder, path: Path) -> str:
     return path.relative_to(remote.local_folder).as_posix()
+
+
+class MirroredFolder(CheckpointFolder):
+    """A folder in an object store whose ranks' local folders count too: what autoresume walks.
+
+    The store is not always the newest: a run whose uploads failed for good, or a preempted one whose upload missed
+    the grace period, leaves newer checkpoints in its local folders, and the local folders of different nodes differ.
+    :meth:`newest_first` (a collective) chooses the newest sound checkpoint across the store and every rank's local
+    folder, the same on every rank (one-file checkpoints: see this module's docstring; sharded ones:
+    :mod:`~composer.utils.checkpoint.sharded_mirror`). It gives the names passed over on the way, newest first, whose
+    :meth:`open` raises why, then the one chosen, whose :meth:`open` gives this rank's local copy (shared through the
+    store first if only some ranks held it). Commits and pruning are the store folder's.
+
+    Args:
+        remote (RemoteFolder): The folder in the store, with this node's local folder.
+    """
+
+    def __init__(self, remote: RemoteFolder) -> None:
+        super().__init__(remote.local_folder, remote.pattern, remote.run_name, remote.keep)
+        self.remote = remote
+        self._refused: list[tuple[str, str]] = []  # passed over, in the order newest_first gives them
+        self._chosen: tuple[str, Path] | None = None
+        self._missing: list[Path] = []  # rank 0: its local checkpoints the store lacks, newest first
+
+    @property
+    def location(self) -> str:
+        return self.remote.location
+
+    def newest_first(self) -> Iterator[str]:
+        """A collective: the checkpoints passed over, newest first, then the one chosen (if any)."""
+        store, pattern, run_name = self.remote.store, self.pattern, self.run_name
+        if self.remote.sharded:
+            choice = newest_sharded_checkpoint(store, pattern, run_name)
+            self._refused = list(choice.refused)
+            self._chosen = None if choice.name is None or choice.path is None else (choice.name, choice.path)
+        else:
+            resumption = newest_local_or_remote(store, pattern, run_name)
+            self._refused, self._missing = list(resumption.refused), resumption.missing
+            found = None if resumption.found is None else resumption.found[0]
+            self._chosen = None if found is None else (found.relative_to(self.local_folder).as_posix(), found)
+        names = [name for name, _ in self._refused]
+        yield from names + ([self._chosen[0]] if self._chosen is not None else [])
+
+    def open(self, name: str) -> Path:
+        """This rank's copy of the checkpoint chosen; for one passed over, raises why.
+
+        Raises:
+            CheckpointError: For a checkpoint passed over, with why as its reason.
+        """
+        if self._refused and self._refused[0][0] == name:
+            _, why = self._refused.pop(0)
+            raise CheckpointError(f"autoresume passes over {self.remote.store.url.join(name)}: {why}", reason=why)
+        assert self._chosen is not None and self._chosen[0] == name, f"{name} was not chosen"
+        return self._chosen[1]
+
+    def catch_up(self) -> None:
+        """Rank 0's local checkpoints that the store lacks, newer than the store's newest and not newer than the one
+        resumed from, are uploaded in the background, newest first."""
+        if self._missing:
+            self.remote.upload_missing(self._missing)
+            self._missing = []
+
+    def commit(self, path: Path) -> list[Path]:
+        return self.remote.commit(path)
+
+    def prune(self, newest: str) -> list[str]:
+        return self.remote.prune(newest)

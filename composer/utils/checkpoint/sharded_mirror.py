@@ -1,4 +1,5 @@
-"""Autoresume of sharded checkpoints from an object store: the newest checkpoint complete across the store and the
+"""Autoresume of sharded checkpoints from an object store with local mirrors (for
+:class:`~composer.utils.checkpoint.mirrored_folder.MirroredFolder`): the newest checkpoint complete across the store and the
 ranks' local folders, chosen the same on every rank, made complete in the store, then downloaded by every node.
 
 The store is not always the newest: a run whose uploads failed for good, or a preempted one whose upload missed the
@@ -32,9 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from composer.utils import dist
-from composer.utils.checkpoint import CheckpointError, RemoteCheckpointFolder, find_checkpoints, read_checkpoint
-from composer.utils.checkpoint.naming import DCP_INDEX, STATE_FILE
-from composer.utils.checkpoint.remote_folder import UNFINISHED_UPLOAD, rank_checkpoint_names
+from composer.utils.checkpoint.errors import CheckpointError
+from composer.utils.checkpoint.naming import DCP_INDEX, STATE_FILE, find_checkpoints
+from composer.utils.checkpoint.reading import read_checkpoint_file
+from composer.utils.checkpoint.remote_folder import UNFINISHED_UPLOAD, RemoteCheckpointFolder, rank_checkpoint_names
 from composer.utils.checkpoint.sharded_index import check_layout, read_index
 
 __all__ = ["ShardedChoice", "download_on_every_node", "newest_sharded_checkpoint"]
@@ -151,7 +153,7 @@ def _local_copies(folder: Path, pattern: str, run_name: str) -> dict[str, _Held]
             continue
         if STATE_FILE in files:
             try:
-                payload = read_checkpoint(path / STATE_FILE)  # its own checksum verified
+                payload = read_checkpoint_file(path / STATE_FILE)  # its own checksum verified
                 if not isinstance(payload.get("metadata"), dict) or "files" not in payload:
                     raise CheckpointError(f"{path / STATE_FILE} is not a sharded checkpoint's.", reason="not sharded")
                 check_layout(payload, path)  # plain file names inside the folder, before any is read or uploaded
