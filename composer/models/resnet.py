@@ -13,7 +13,7 @@ from torch import nn
 
 from composer.models.classifier import ComposerClassifier
 
-__all__ = ["BasicBlock", "Bottleneck", "ResNet", "imagenet_resnet"]
+__all__ = ["BasicBlock", "Bottleneck", "ResNet", "imagenet_resnet", "init_resnet_weights"]
 
 
 def _shortcut(in_channels: int, out_channels: int, stride: int) -> nn.Module | None:
@@ -113,7 +113,7 @@ class Bottleneck(nn.Module):
         return out
 
 
-def _init_resnet_weights(module: nn.Module) -> None:
+def init_resnet_weights(module: nn.Module) -> None:
     """Kaiming-normal (fan-out, ReLU) convolutions, unit/zero batch norm, default linear layers."""
     for m in module.modules():
         if isinstance(m, nn.Conv2d):
@@ -169,7 +169,7 @@ class ResNet(nn.Module):
         self.layer1, self.layer2, self.layer3, self.layer4 = stages
         self.avgpool = nn.AdaptiveAvgPool2d(1)
         self.fc = nn.Linear(channels, num_classes)
-        _init_resnet_weights(self)
+        init_resnet_weights(self)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Returns logits ``(N, num_classes)`` for images ``(N, in_channels, H, W)``."""

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from composer.models.classifier import ComposerClassifier
-from composer.models.resnet import BasicBlock, _init_resnet_weights
+from composer.models.resnet import BasicBlock, init_resnet_weights
 
 __all__ = ["CIFARResNet", "cifar_resnet"]
 
@@ -55,7 +55,7 @@ class CIFARResNet(nn.Module):
         self.layer1, self.layer2, self.layer3 = stages
         self.avgpool = nn.AdaptiveAvgPool2d(1)
         self.fc = nn.Linear(channels, num_classes)
-        _init_resnet_weights(self)
+        init_resnet_weights(self)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Returns logits ``(N, num_classes)`` for images ``(N, in_channels, H, W)`` (32x32 for CIFAR)."""
