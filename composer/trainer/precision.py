@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
 from composer.core.precision import Precision
 
-__all__ = ["make_grad_scaler", "precision_context"]
+__all__ = ["autocasting", "make_grad_scaler", "precision_context"]
+
+T = TypeVar("T")
 
 
 def precision_context(
@@ -33,6 +35,28 @@ def precision_context(
         return contextlib.nullcontext
     dtype = torch.bfloat16 if precision == Precision.BF16 else torch.float16
     return lambda: torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def autocasting(
+    fn: Callable[..., T], context: Callable[[], contextlib.AbstractContextManager[Any]] | None
+) -> Callable[..., T]:
+    """``fn``, entering ``context()`` around each call; ``fn`` itself when ``context`` is None (fp32 enters nothing).
+
+    Example:
+        >>> linear = torch.nn.Linear(2, 2)
+        >>> autocasting(linear, None) is linear
+        True
+        >>> autocasting(linear, precision_context(Precision.BF16, torch.device("cpu")))(torch.ones(1, 2)).dtype
+        torch.bfloat16
+    """
+    if context is None:
+        return fn
+
+    def autocast_call(*args: Any, **kwargs: Any) -> T:
+        with context():
+            return fn(*args, **kwargs)
+
+    return autocast_call
 
 
 def make_grad_scaler(precision: Precision, device: torch.device) -> torch.amp.GradScaler | None:

@@ -53,7 +53,7 @@ from composer.trainer.checkpointing import Checkpointing, epoch_batches, run_con
 from composer.trainer.compilation import Compilation, compile_options
 from composer.trainer.evaluation import EvaluationLoop
 from composer.trainer.fit_warnings import warn_before_fit
-from composer.trainer.precision import make_grad_scaler, precision_context
+from composer.trainer.precision import autocasting, make_grad_scaler, precision_context
 from composer.trainer.preemption import Preempted, Preemption
 from composer.trainer.schedulers import TrainerSchedulers
 from composer.utils.checkpoint import save_checkpoint
@@ -397,7 +397,7 @@ class Trainer:
         self._closer = weakref.finalize(self, self.engine.close)
         try:
             params_before = dict(model.named_parameters())
-            self.engine.run_event(Event.INIT)
+            self._fire(Event.INIT)
             if self.state.model is not model:  # an algorithm replaced the model at INIT (NoOpModel): train that one
                 replacement = self.state.model
                 if not isinstance(replacement, ComposerModel):
@@ -440,8 +440,8 @@ class Trainer:
             )
             # The training step's stages; profiled, each runs in its named range.
             stage = self._stage = unprofiled if self.profiler is None else self.profiler.wrap
-            self._forward = stage("trainer/forward", model if self.ddp_model is None else self.ddp_model)
-            self._loss = stage("trainer/loss", model.loss)
+            self._forward = self._training_forward()
+            self._loss = stage("trainer/loss", autocasting(model.loss, self._autocast))
             self._backward = stage("trainer/backward", torch.Tensor.backward)
             self._batches = unprofiled_batches if self.profiler is None else self.profiler.batches
             # grad_accum='auto': under DDP the attempt syncs nothing; the gradients are averaged once the ranks agree.
@@ -480,6 +480,10 @@ class Trainer:
         return self.parallel.fsdp_config
 
     # ---- construction helpers ----------------------------------------------------------------------------------
+
+    def _training_forward(self) -> Callable[[Any], Any]:
+        # The model's forward, or DDP's wrapper's (its forward prepares the all-reduce), under the precision's autocast.
+        return self._stage("trainer/forward", autocasting(self.ddp_model or self._model, self._autocast))
 
     def _make_evaluators(self, eval_dataloader: Any, interval: Any, subset: int | None) -> list[Evaluator]:
         # Launched: each rank evaluates its share, no sample twice.
@@ -527,13 +531,20 @@ class Trainer:
         duration = state.max_duration
         return state.stop_reason is not None or state.timer.count(duration.unit) >= duration.value
 
+    def _fire(self, event: Event) -> None:
+        # Every event of the loop goes through here. One that nobody handles (engine.listening[event] is False) is
+        # not even called: the call would do nothing, and a dozen calls per batch are a measurable share of a small
+        # model's step.
+        if self.engine.listening[event]:
+            self.engine.run_event(event)
+
     def _fit_loop(self) -> None:
-        state, engine = self.state, self.engine
+        state, fire = self.state, self._fire
         # Profiled, each batch is a step of the profiler's schedule (a local: the Trainer keeps no wrapper of itself).
         train_batch = self._train_batch if self.profiler is None else self.profiler.step(self._train_batch)
-        engine.run_event(Event.FIT_START)
+        fire(Event.FIT_START)
         if self.parallel.rewrap():  # its algorithms changed the parameters DDP's buckets were laid out for
-            self._forward = self._stage("trainer/forward", self.ddp_model or self._model)
+            self._forward = self._training_forward()
         if not self._warned_before_fit:  # once per run, seeing what algorithms set at FIT_START
             self._warned_before_fit = True
             warn_before_fit(state, self._schedulers.per_batch, self.checkpointing)
@@ -542,7 +553,7 @@ class Trainer:
             state.model.train()
             resume_at = state.timer.batch_in_epoch.value
             if resume_at == 0:
-                engine.run_event(Event.EPOCH_START)
+                fire(Event.EPOCH_START)
             if self.compilation is not None:  # surgery since the last epoch: compile afresh, once
                 self.compilation.refresh(state.model)
             num_batches = 0
@@ -564,20 +575,19 @@ class Trainer:
                 break
             state.timer.on_epoch_complete()
             self._schedulers.step_epoch()
-            engine.run_event(Event.EPOCH_END)
+            fire(Event.EPOCH_END)
             if self.compilation is not None:
                 self.compilation.refresh(state.model)
             self._evaluation.due(TimeUnit.EPOCH)
-            engine.run_event(Event.EPOCH_CHECKPOINT)
-        engine.run_event(Event.FIT_END)
+            fire(Event.EPOCH_CHECKPOINT)
+        fire(Event.FIT_END)
 
     def _train_batch(self, batch: Any) -> None:
-        # Per batch, an event that nobody handles (engine.listening[event] is False) is not even called: the call
-        # would do nothing, and a dozen calls per batch are a measurable share of a small model's step.
-        state, engine, spec, listening = self.state, self.engine, self._train_spec, self.engine.listening
+        """AFTER_DATALOADER ... BATCH_CHECKPOINT for one batch of the loader: the update, the timer, the schedulers."""
+        state, spec, fire = self.state, self._train_spec, self._fire
         if self._moves_batches:
             batch = batch_to_device(batch, self.device)
-        state.batch = spec.device_transforms(batch)
+        state.batch = loaded = spec.device_transforms(batch)
         # Time advances by what the loader produced, before any algorithm resizes or drops samples.
         num_samples = spec.get_num_samples_in_batch(state.batch)
         num_tokens = spec.get_num_tokens_in_batch(state.batch)
@@ -587,15 +597,12 @@ class Trainer:
                 "count. Give dict batches with 'input_ids', or pass DataSpec(get_num_tokens_in_batch=...)."
             )
         state.batch_num_samples, state.batch_num_tokens = num_samples, num_tokens or 0
-        if listening[Event.AFTER_DATALOADER]:
-            loaded = state.batch
-            engine.run_event(Event.AFTER_DATALOADER)
-            if self.compilation is not None:  # what algorithms resize is marked dynamic (or static, for inductor)
-                self.compilation.note_batch(loaded, state.batch)
-        if listening[Event.BATCH_START]:
-            engine.run_event(Event.BATCH_START)
+        fire(Event.AFTER_DATALOADER)
+        if self.compilation is not None:  # what algorithms resize is marked dynamic (or static, for inductor)
+            self.compilation.note_batch(loaded, state.batch)
+        fire(Event.BATCH_START)
 
-        loss = self._optimizer_step()
+        loss = self._update_weights()
         state.loss = loss
         if self.logger.destinations:  # per batch: skip building the values when nobody logs
             self.logger.metric_batch({"loss/train": loss})
@@ -603,22 +610,21 @@ class Trainer:
         num_samples, num_tokens = self.parallel.totals(spec, num_samples, num_tokens)  # launched: of all ranks
         state.timer.on_batch_complete(num_samples, num_tokens)
         self._schedulers.step_batch()
-        if listening[Event.BATCH_END]:
-            engine.run_event(Event.BATCH_END)
+        fire(Event.BATCH_END)
         if state.evaluators:
             self._evaluation.due(TimeUnit.BATCH)
-        if listening[Event.BATCH_CHECKPOINT]:
-            engine.run_event(Event.BATCH_CHECKPOINT)
+        fire(Event.BATCH_CHECKPOINT)
 
-    def _optimizer_step(self) -> torch.Tensor:
-        """Forward, loss and backward for the batch, then the update; returns the batch's loss."""
+    def _update_weights(self) -> torch.Tensor:
+        """The batch's gradient (:meth:`_batch_gradient`: forward, loss, backward), then each optimizer's step;
+        returns the batch's loss."""
         state = self.state
         optimizers, scaler = state.optimizers, state.scaler
         if scaler is None and len(optimizers) == 1:
             # A closure lets optimizers that re-evaluate the loss (SAM, LBFGS) re-run the batch's events.
-            loss = optimizers[0].step(self._train_microbatches)  # type: ignore[arg-type]
+            loss = optimizers[0].step(self._batch_gradient)  # type: ignore[arg-type]
             return loss if isinstance(loss, torch.Tensor) else torch.as_tensor(state.loss)
-        batch_loss = self._train_microbatches()
+        batch_loss = self._batch_gradient()
         for optimizer in optimizers:
             if scaler is not None:
                 scaler.step(optimizer)  # skips the step when the gradients hold inf/NaN
@@ -628,19 +634,18 @@ class Trainer:
             scaler.update()
         return batch_loss
 
-    def _train_microbatches(self) -> torch.Tensor:
+    def _batch_gradient(self) -> torch.Tensor:
         """BEFORE_TRAIN_BATCH ... AFTER_TRAIN_BATCH: the gradient of the whole batch, as the sum over microbatches.
 
         With ``grad_accum='auto'``, an attempt that runs out of memory (on any rank) is run again from
         ``BEFORE_TRAIN_BATCH`` with twice the microbatches, on the same batch and random draws
         (:mod:`composer.distributed.microbatching`).
         """
-        state, engine, listening = self.state, self.engine, self.engine.listening
+        state = self.state
         full_batch, full_samples = state.batch, state.batch_num_samples
         snapshot = self._microbatching.snapshot(state, self._model)  # None unless 'auto'
         while True:
-            if listening[Event.BEFORE_TRAIN_BATCH]:
-                engine.run_event(Event.BEFORE_TRAIN_BATCH)
+            self._fire(Event.BEFORE_TRAIN_BATCH)
             for optimizer in state.optimizers:
                 optimizer.zero_grad(set_to_none=True)
             if snapshot is None:
@@ -657,8 +662,7 @@ class Trainer:
                 state.scaler.unscale_(optimizer)
         if self.grad_clip_norm is not None:
             apply_gradient_clipping(self._model.parameters(), "norm", self.grad_clip_norm)
-        if listening[Event.AFTER_TRAIN_BATCH]:
-            engine.run_event(Event.AFTER_TRAIN_BATCH)
+        self._fire(Event.AFTER_TRAIN_BATCH)
         return total_loss
 
     def _accumulate(self, full_batch: Any, full_samples: int) -> tuple[torch.Tensor, int]:
@@ -684,48 +688,33 @@ class Trainer:
                 state.batch_num_samples = spec.get_num_samples_in_batch(microbatch)
             weight_by = full_samples if last else None
             if i == last and not defer_sync:  # the only or last microbatch: its backward synchronises (launched)
-                loss = self._train_microbatch(weight_by)
+                loss = self._microbatch_gradient(weight_by)
             else:  # launched: no_sync with single_auto_sync (and always when deferred), so they only accumulate
                 with self.parallel.sync_context(is_final_microbatch=i == last, deferred=defer_sync):
-                    loss = self._train_microbatch(weight_by)
+                    loss = self._microbatch_gradient(weight_by)
             total_loss = loss if total_loss is None else total_loss + loss
         assert total_loss is not None
         return total_loss, full_samples
 
-    def _train_microbatch(self, full_samples: int | None) -> torch.Tensor:
-        """BEFORE_FORWARD ... AFTER_BACKWARD for ``state.batch``; returns its (detached) loss.
+    def _microbatch_gradient(self, full_samples: int | None) -> torch.Tensor:
+        """BEFORE_FORWARD ... AFTER_BACKWARD for ``state.batch``: adds its gradient; returns its (detached) loss.
 
         With ``full_samples`` (one of several microbatches), the loss is weighted by the microbatch's share of them.
         """
-        state, engine, listening, scaler = self.state, self.engine, self.engine.listening, self.state.scaler
-        forward = self._forward  # the model, or DDP's wrapper of it (its forward prepares the all-reduce)
-        if listening[Event.BEFORE_FORWARD]:
-            engine.run_event(Event.BEFORE_FORWARD)
-        if self._autocast is None:
-            state.outputs = forward(state.batch)
-        else:
-            with self._autocast():
-                state.outputs = forward(state.batch)
-        if listening[Event.AFTER_FORWARD]:
-            engine.run_event(Event.AFTER_FORWARD)
-        if listening[Event.BEFORE_LOSS]:
-            engine.run_event(Event.BEFORE_LOSS)
-        if self._autocast is None:
-            state.loss = self._loss(state.outputs, state.batch)
-        else:
-            with self._autocast():
-                state.loss = self._loss(state.outputs, state.batch)
+        state, fire, scaler = self.state, self._fire, self.state.scaler
+        fire(Event.BEFORE_FORWARD)
+        state.outputs = self._forward(state.batch)
+        fire(Event.AFTER_FORWARD)
+        fire(Event.BEFORE_LOSS)
+        state.loss = self._loss(state.outputs, state.batch)
         if full_samples is not None:
             # Weight by sample count so uneven microbatches add up to the full batch's mean loss.
             state.loss = weight_loss(state.loss, state.batch_num_samples / full_samples)
-        if listening[Event.AFTER_LOSS]:
-            engine.run_event(Event.AFTER_LOSS)
-        if listening[Event.BEFORE_BACKWARD]:
-            engine.run_event(Event.BEFORE_BACKWARD)
+        fire(Event.AFTER_LOSS)
+        fire(Event.BEFORE_BACKWARD)
         loss = state.loss if isinstance(state.loss, torch.Tensor) else sum_losses(state.loss)
         self._backward(scaler.scale(loss) if scaler is not None else loss, create_graph=self._create_graph)
-        if listening[Event.AFTER_BACKWARD]:
-            engine.run_event(Event.AFTER_BACKWARD)
+        fire(Event.AFTER_BACKWARD)
         return loss.detach()
 
     # ---- evaluation --------------------------------------------------------------------------------------------
