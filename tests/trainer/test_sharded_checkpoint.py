@@ -296,7 +296,7 @@ def test_damaged_shards_are_refused(job, tmp_path):
     (copy / "composer.pt").unlink()
     with pytest.raises(CheckpointError, match=r"an incomplete sharded checkpoint"):
         read_checkpoint(copy)
-    # Crafted folders (a pickle in the index, bytes items, names out of the folder): tests/utils/test_crafted_checkpoints.py
+    # Crafted folders (a pickle in the index, bytes items, names out of the folder): tests/utils/checkpoint/test_crafted_checkpoints.py
 
 
 def test_an_unknown_state_dict_type_names_the_choices():
