@@ -62,18 +62,9 @@ def augment_and_mix(
 ) -> Any:
     """Applies AugMix (Hendrycks et al.) data augmentation to an image. See :class:`AugMix` for details.
 
-    Builds ``width`` chains; each applies ``depth`` operations (with ``depth=-1``, a number drawn uniformly from 1 to
-    3 for each chain), each chosen uniformly, with replacement, from ``augmentation_set`` and applied at
-    ``severity``. The chains are mixed with weights ``w ~ Dirichlet(alpha, ..., alpha)`` and the mix is blended with
-    the original: ``out = round((1 - m) * img + m * sum_i w_i * chain_i)`` with ``m ~ Beta(alpha, alpha)``, computed
-    in float32 and rounded to the nearest integer.
+    Blends the image with a weighted mix of ``width`` chains of random operations (formula: ``README.md``).
 
-    Randomness, in this order: ``g = torch._standard_gamma(torch.full((width + 2,), alpha, dtype=torch.float64),
-    generator=generator)`` gives ``w = g[:width] / g[:width].sum()`` and ``m = g[width] / (g[width] + g[width + 1])``
-    (Gamma draws normalised: the textbook way to draw Dirichlet and Beta variables); then ``u = torch.rand(width *
-    (1 + 3 * D), generator=generator)`` with ``D = depth`` (3 if ``depth=-1``) gives each chain a block of uniforms:
-    the first picks the chain's depth, then three per operation pick it (``floor(u * len(set))``), its magnitude and
-    its sign (see :mod:`~composer.algorithms.utils.augmentation_primitives`). Pass a seeded generator for
+    The random draws and their order are listed in the method card (``README.md``). Pass a seeded generator for
     reproducible output; in DataLoader workers leave it None, so that each worker draws from its own seeded default
     generator.
 
@@ -81,9 +72,8 @@ def augment_and_mix(
     <https://arxiv.org/abs/1912.02781>`_ (Hendrycks et al. 2020); only the augmentation, not the consistency loss.
 
     Args:
-        img: A PIL image of mode 'RGB' or 'L', or a tensor of shape (3, H, W) or (1, H, W): uint8 (0 to 255), or
-            float with values in [0, 1] as ``ToTensor`` gives (quantised to 256 levels, ``round(x * 255)``, for the
-            operations, which work on 8-bit images). Required.
+        img: A PIL image of mode 'RGB' or 'L', or a tensor (3, H, W) or (1, H, W): uint8, or float in [0, 1] as
+            ``ToTensor`` gives (quantised to 256 levels for the operations). Required.
         severity: Severity of the operations, 0 (none) to 10 (most severe).
         depth: Operations per chain; -1 draws it uniformly from 1 to 3 for each chain.
         width: Number of augmented chains to mix.
@@ -95,12 +85,10 @@ def augment_and_mix(
         generator: Source of randomness; torch's default generator if None.
 
     Returns:
-        PIL.Image.Image | torch.Tensor: The augmented image, of the input's kind and size: a PIL image of the same
-        mode, or a tensor of the same dtype, shape and device (a float one in [0, 1], in steps of 1/255).
+        PIL.Image.Image | torch.Tensor: The augmented image, of the input's kind, mode or dtype, size and device.
 
     Raises:
-        ValueError: If an argument is out of range, the image has a mode other than 'RGB' or 'L', or a tensor has
-            another dtype or shape, or float values outside [0, 1].
+        ValueError: If an argument is out of range, or the image's mode, dtype, shape or values are not those above.
         TypeError: If ``img`` is neither a PIL image nor a tensor.
 
     Example:
@@ -111,10 +99,6 @@ def augment_and_mix(
         ('RGB', (32, 32))
         >>> augment_and_mix(img, generator=torch.Generator().manual_seed(0)) == out  # same seed, same image
         True
-        >>> x = torch.rand(3, 32, 32, generator=torch.Generator().manual_seed(0))  # a float image, as ToTensor gives
-        >>> out = augment_and_mix(x, generator=torch.Generator().manual_seed(0))
-        >>> out.dtype, out.shape, 0.0 <= out.min().item() <= out.max().item() <= 1.0
-        (torch.float32, torch.Size([3, 32, 32]), True)
     """
     _check_augmix(severity, depth, width, alpha)
     ops = get_augmentation_set(augmentation_set)
@@ -216,20 +200,13 @@ class AugmentAndMixTransform:
 
 
 class AugMix(Algorithm):
-    """AugMix creates ``width`` sequences of ``depth`` image augmentations, applies each sequence with random
-    intensity, and returns a convex combination of the ``width`` augmented images and the original image.
+    """AugMix trains on each image blended with a random mix of ``width`` chains of ``depth`` augmentations of it.
 
-    The coefficients for mixing the augmented images are drawn from a uniform ``Dirichlet(alpha, alpha, ...)``
-    distribution. The coefficient for mixing the combined augmented image and the original image is drawn from a
-    ``Beta(alpha, alpha)`` distribution, using the same ``alpha``.
-
-    Runs on ``Event.FIT_START`` (formerly ``TRAINING_START``): adds an :class:`AugmentAndMixTransform` to the
-    training dataset's ``transform`` (before ``ToTensor``, see
-    :func:`~composer.algorithms.utils.add_vision_dataset_transform`), so that images are augmented in the
-    DataLoader workers. A second ``fit`` on the same dataset does not add it again. The dataset must have a
-    ``transform`` attribute that it applies to PIL images or uint8 ``(C, H, W)`` tensors, as torchvision datasets
-    and the built-in datasets of :mod:`composer.datasets` do. Each worker draws from its own default torch generator, which the DataLoader seeds from its own generator (or from torch's default
-    generator, which the Trainer seeds), so runs are reproducible.
+    The weights of the augmented images are drawn from ``Dirichlet(alpha, ..., alpha)``, the blend with the original
+    from ``Beta(alpha, alpha)``. At ``FIT_START`` it adds an :class:`AugmentAndMixTransform` to the training
+    dataset's ``transform`` (before ``ToTensor``), so that the DataLoader workers augment the images, each from its
+    own seeded generator; the dataset must have a ``transform`` applied to PIL images or uint8 ``(C, H, W)``
+    tensors, as torchvision's and :mod:`composer.datasets`' do (details in the method card, ``README.md``).
 
     Introduced in `AugMix: A Simple Data Processing Method to Improve Robustness and Uncertainty
     <https://arxiv.org/abs/1912.02781>`_ (Hendrycks et al. 2020).
@@ -238,13 +215,9 @@ class AugMix(Algorithm):
         severity: Severity of augmentations; ranges from 0 (no augmentation) to 10 (most severe).
         depth: Number of augmentations per sequence. -1 enables stochastic depth sampled uniformly from [1, 3].
         width: Number of augmentation sequences.
-        alpha: Pseudocount for Beta and Dirichlet distributions. Must be > 0. Higher values yield mixing
-            coefficients closer to uniform weighting. As the value approaches 0, the mixing coefficients approach
-            using only one version of each image.
-        augmentation_set: One of 'all' / 'augmentations_all' (all 13 operations), 'safe' /
-            'augmentations_corruption_safe' (without the operations that overlap ImageNet-C/CIFAR-10-C corruptions)
-            or 'original' / 'augmentations_original' (color, contrast, sharpness and brightness as in the AugMix
-            repository).
+        alpha: Pseudocount for Beta and Dirichlet distributions, above 0; higher values mix more evenly.
+        augmentation_set: 'all' (all 13 operations), 'safe' (without those that overlap ImageNet-C/CIFAR-10-C
+            corruptions) or 'original' (as in the AugMix repository), or their long names ('augmentations_all', ...).
 
     Example:
         >>> from composer import Trainer

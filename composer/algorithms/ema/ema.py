@@ -174,23 +174,10 @@ class EMA(Algorithm):
     ``ema_start`` on, the averaged weights move towards the model's: ``ema = smoothing * ema + (1 - smoothing) * w``
     (:func:`compute_ema`); the first update copies the model. Parameters and floating-point buffers are averaged.
 
-    Once there is an average, it is the model's weights wherever a result is reported:
-
-    * Evaluation runs on it: it is swapped into the model at ``Event.EVAL_START`` and the training weights come back
-      at ``Event.EVAL_END``, so training continues with them (a run with EMA trains exactly like one without).
-    * At ``Event.FIT_END`` it is swapped in and stays: after ``fit``, ``Trainer.eval``, ``Trainer.predict``, an
-      export and ``model.state_dict()`` all use the weights evaluation scored. A later ``fit`` swaps the training
-      weights back in at ``Event.FIT_START`` and goes on training them.
-    * Every checkpoint is written with it in the model (:meth:`evaluation_weights`): the checkpoint's model weights
-      are the average (``load_weights_only`` loads those), and this algorithm's state holds the training weights
-      (``training_weights``), so a resumed run trains on exactly the weights the interrupted one had.
-
-    Before ``ema_start`` nothing is swapped anywhere. :attr:`ema_weights` and :attr:`training_weights` are the two
-    sets, wherever each is. EMA keeps one extra copy of the weights, plus one tensor's worth while swapping.
-
-    EMA cannot be combined with :class:`~composer.algorithms.swa.SWA` (both decide which weights the model ends
-    with): the Trainer's constructor refuses the pair (see :mod:`composer.algorithms.composition`), and so does
-    ``INIT`` for an engine run without the Trainer.
+    Once there is an average, evaluation, the end of ``fit`` and every checkpoint use it, while training goes on
+    with the training weights (a run with EMA trains exactly like one without); the method card (``README.md``) says
+    at which event each swap happens. EMA cannot be combined with :class:`~composer.algorithms.swa.SWA`: the Trainer
+    refuses the pair.
 
     Args:
         half_life: Time for a snapshot's weight in the average to halve, in ``'ba'`` or ``'ep'``; the smoothing per

@@ -170,21 +170,9 @@ class MixUp(MixingAlgorithm):
 
     The class count is read from the model's outputs, so MixUp works with any
     :class:`~composer.models.ComposerModel` whose loss accepts dense targets and whose batches are ``(inputs,
-    targets)`` pairs. It runs on two events:
-
-    * ``AFTER_DATALOADER``: draws ``lambda`` and the permutation from ``state.rng`` and mixes the inputs of the
-      whole batch (before it is split into microbatches); a
-      :class:`~composer.algorithms.mixup.batch_mixing.MixedTargets` record (the original targets of each sample and
-      its partner, and ``lambda``) takes the targets' place and is split with the batch;
-    * ``AFTER_FORWARD``: replaces the current microbatch's record with the dense mixed targets, whose class count is
-      ``state.outputs.shape[1]`` (the first point in the batch where it is known); partners come from the whole
-      batch, so gradient accumulation trains on the targets of the big batch.
-
-    Composition (see :class:`~composer.algorithms.mixup.batch_mixing.MixingAlgorithm`): it composes with every
-    other method in either order. LabelSmoothing, listed before or after, smooths the mixed targets (both are
-    linear maps of the targets, so the two orders train identically). With CutMix, both apply to every batch in
-    the order listed: ``[CutMix, MixUp]`` cuts, then blends the cut images, and the targets follow the same two
-    steps.
+    targets)`` pairs: it mixes the whole batch's inputs at ``AFTER_DATALOADER`` and each microbatch's targets at
+    ``AFTER_FORWARD`` (see :class:`~composer.algorithms.mixup.batch_mixing.MixingAlgorithm`). It composes with every
+    other method in either order, CutMix and LabelSmoothing included; the method card (``README.md``) says how.
 
     Introduced in `mixup: Beyond Empirical Risk Minimization <https://arxiv.org/abs/1710.09412>`_ (Zhang et al.
     2018).

@@ -52,17 +52,15 @@ def randaugment(
     applied at ``severity`` (each operation draws its magnitude from ``[0.1, severity]`` and its sign, as described
     in :mod:`~composer.algorithms.utils.augmentation_primitives`).
 
-    Randomness: ``u = torch.rand(3 * depth, generator=generator)``, three uniforms per operation: which operation
-    (``floor(u * len(set))``), its magnitude and its sign. Pass a seeded generator for reproducible output; in
+    Pass a seeded generator for reproducible output (the draws are listed in the method card, ``README.md``); in
     DataLoader workers leave it None, so that each worker draws from its own seeded default generator.
 
     Introduced in `RandAugment: Practical automated data augmentation with a reduced search space
     <https://arxiv.org/abs/1909.13719>`_ (Cubuk et al. 2020).
 
     Args:
-        img: A PIL image of mode 'RGB' or 'L', or a tensor of shape (3, H, W) or (1, H, W): uint8 (0 to 255), or
-            float with values in [0, 1] as ``ToTensor`` gives (quantised to 256 levels, ``round(x * 255)``, for the
-            operations, which work on 8-bit images). Required.
+        img: A PIL image of mode 'RGB' or 'L', or a tensor (3, H, W) or (1, H, W): uint8, or float in [0, 1] as
+            ``ToTensor`` gives (quantised to 256 levels for the operations). Required.
         severity: Severity of the operations, 0 to 10 (M in the paper).
         depth: Number of operations applied in sequence (N in the paper); 0 returns the image unchanged.
         augmentation_set: A set name ('all', 'safe', 'original' or the long names 'augmentations_all',
@@ -71,12 +69,10 @@ def randaugment(
         generator: Source of randomness; torch's default generator if None.
 
     Returns:
-        PIL.Image.Image | torch.Tensor: The augmented image, of the input's kind and size: a PIL image of the same
-        mode, or a tensor of the same dtype, shape and device (a float one in [0, 1], in steps of 1/255).
+        PIL.Image.Image | torch.Tensor: The augmented image, of the input's kind, mode or dtype, size and device.
 
     Raises:
-        ValueError: If an argument is out of range, the image has a mode other than 'RGB' or 'L', or a tensor has
-            another dtype or shape, or float values outside [0, 1].
+        ValueError: If an argument is out of range, or the image's mode, dtype, shape or values are not those above.
         TypeError: If ``img`` is neither a PIL image nor a tensor.
 
     Example:
@@ -87,10 +83,6 @@ def randaugment(
         ('RGB', (32, 32))
         >>> randaugment(img, depth=0) == img
         True
-        >>> x = torch.rand(3, 32, 32, generator=torch.Generator().manual_seed(0))  # a float image, as ToTensor gives
-        >>> out = randaugment(x, generator=torch.Generator().manual_seed(0))
-        >>> out.dtype, out.shape, 0.0 <= out.min().item() <= out.max().item() <= 1.0
-        (torch.float32, torch.Size([3, 32, 32]), True)
     """
     _check_randaugment(severity, depth)
     ops = get_augmentation_set(augmentation_set)
@@ -162,12 +154,10 @@ class RandAugment(Algorithm):
     """Randomly applies a sequence of image data augmentations (Cubuk et al. 2019).
 
     Each training image gets ``depth`` operations, each chosen uniformly at random from ``augmentation_set`` and
-    applied at ``severity``. Runs on ``Event.FIT_START`` (formerly ``TRAINING_START``): adds a
-    :class:`RandAugmentTransform` to the training dataset's ``transform`` (before ``ToTensor``, see
-    :func:`~composer.algorithms.utils.add_vision_dataset_transform`), so that images are augmented in the
-    DataLoader workers. A second ``fit`` on the same dataset does not add it again. The dataset must have a
-    ``transform`` attribute that it applies to PIL images or uint8 ``(C, H, W)`` tensors, as torchvision datasets and
-    the built-in datasets of :mod:`composer.datasets` do. Each worker draws from its own default torch generator, which the DataLoader seeds, so runs are reproducible.
+    applied at ``severity``. At ``FIT_START`` it adds a :class:`RandAugmentTransform` to the training dataset's
+    ``transform`` (before ``ToTensor``), so that the DataLoader workers augment the images, each from its own seeded
+    generator; the dataset must have a ``transform`` applied to PIL images or uint8 ``(C, H, W)`` tensors, as
+    torchvision's and :mod:`composer.datasets`' do (details in the method card, ``README.md``).
 
     Introduced in `RandAugment: Practical automated data augmentation with a reduced search space
     <https://arxiv.org/abs/1909.13719>`_ (Cubuk et al. 2020).
@@ -175,11 +165,8 @@ class RandAugment(Algorithm):
     Args:
         severity: Severity of augmentation operators (between 1 to 10). M in the original paper. Default = 9.
         depth: Depth of augmentation chain. N in the original paper. Default = 2.
-        augmentation_set: One of 'all' / 'augmentations_all' (all 13 operations), 'safe' /
-            'augmentations_corruption_safe' (without the transforms that are part of the ImageNet-C/CIFAR-10-C test
-            sets) or 'original' / 'augmentations_original' (color, contrast, sharpness and brightness as in the
-            AugMix repository, whose factor lies between 0.118 and ``0.18 * severity + 0.1``; the 'all' versions
-            draw factors on both sides of 1, where the operations have opposite effects).
+        augmentation_set: 'all' (all 13 operations), 'safe' (without those that overlap ImageNet-C/CIFAR-10-C
+            corruptions) or 'original' (as in the AugMix repository), or their long names ('augmentations_all', ...).
 
     Example:
         >>> from composer import Trainer

@@ -275,27 +275,19 @@ class StochasticDepth(Algorithm):
     updated at every ``Event.BATCH_START`` from ``state.get_elapsed_duration()``. The algorithm runs first
     (``run_first``), and with ``"block"`` it tells DDP to expect unused parameters.
 
-    Randomness: every draw comes from an explicit ``torch.Generator``, never the global one. With
-    ``use_same_gpu_seed=True`` and ``"block"``, the blocks share a generator that the algorithm seeds from the run's
-    ``rank_zero_seed``, so every process draws the same numbers and drops the same blocks; it is saved in the
-    algorithm's ``state_dict``. Otherwise (``use_same_gpu_seed=False``, or ``"sample"``, where each process sees
-    different samples anyway) the blocks draw from ``state.rng``, which each process seeds with
-    ``rank_zero_seed + rank`` and which the State saves in checkpoints.
-
-    Logs ``stochastic_depth/num_stochastic_layers`` at INIT and ``stochastic_depth/drop_rate`` while warming up.
+    Every draw comes from an explicit generator: with ``use_same_gpu_seed`` and ``"block"`` one seeded from the
+    run's seed (the same blocks dropped on every process), otherwise ``state.rng`` (details in the method card,
+    ``README.md``).
 
     Args:
         stochastic_method: ``"block"`` randomly drops blocks during training; ``"sample"`` randomly drops samples
             within a block during training.
-        target_layer_name: Block to replace with a stochastic block equivalent, a key of
-            ``STOCHASTIC_LAYER_MAPPING``: ``"ResNetBottleneck"`` or ``"ResNetBasicBlock"`` for
-            :mod:`composer.models.resnet`'s ResNets, ``"TorchvisionBottleneck"`` or ``"TorchvisionBasicBlock"`` for
-            torchvision's.
+        target_layer_name: Block to replace, a key of ``STOCHASTIC_LAYER_MAPPING``: ``"ResNetBottleneck"`` or
+            ``"ResNetBasicBlock"`` (our ResNets), ``"TorchvisionBottleneck"`` or ``"TorchvisionBasicBlock"``.
         drop_rate: The base probability of dropping a layer or sample, in [0.0, 1.0].
         drop_distribution: How ``drop_rate`` is distributed across layers: ``"uniform"`` assigns the same rate to
             every layer; ``"linear"`` increases it linearly with depth, ending with ``drop_rate``.
-        drop_warmup: Fraction of training over which the drop rate rises linearly from 0 to ``drop_rate``, in
-            [0.0, 1.0].
+        drop_warmup: Fraction of training over which the drop rate rises from 0 to ``drop_rate``, in [0, 1].
         use_same_gpu_seed: Drop the same layers on every GPU (True) or a different set per GPU (False). Only used
             with ``"block"``.
 

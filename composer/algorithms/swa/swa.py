@@ -217,19 +217,10 @@ class SWA(Algorithm):
     sampled weights, it doubles the model's memory consumption. Note that this does not mean that the total memory
     required doubles, however, since stored activations and the optimizer state are not doubled.
 
-    Once ``swa_start`` of the run has elapsed, the weights at every ``Event.EPOCH_END`` join the running mean (so with
-    10 epochs and ``swa_start=0.8`` the weights after epochs 8, 9 and 10 are averaged). With ``swa_lr`` set, from
-    the first batch past ``swa_start`` the learning rate of every param group anneals along a cosine from its value
-    then to ``swa_lr`` over ``anneal_epochs`` epochs (or until the end of the run, if sooner) and stays there,
-    overriding any scheduler; ``swa_lr=None`` leaves the schedule alone. At the last ``EPOCH_END`` (the run is over,
-    or training was stopped; at the last ``BATCH_END`` when the run stops in the middle of an epoch, whose weights
-    then join the mean too) the averaged weights are copied into the model and the batch-norm statistics are
-    recomputed over one epoch of the training data, before that epoch's evaluation and checkpoint: the model ends
-    ``fit`` with the weights the last evaluation scored, and the checkpoint's model weights are those
-    (``load_weights_only`` loads them). The weights trained until then (parameters and buffers) are kept
-    (:attr:`training_weights`, and in the state dict), so a later ``fit()``, or a run resumed from that checkpoint,
-    puts them back at ``Event.FIT_START`` and trains on from them, adding to the same mean. The state dict also
-    holds the running mean, so checkpoints resume the average.
+    From ``swa_start`` of the run on, the weights at every ``EPOCH_END`` join the running mean, and with ``swa_lr``
+    the learning rate anneals to it; at the end of training the average goes into the model (batch-norm statistics
+    recomputed) before the last evaluation and checkpoint, and the training weights are kept to train on in a later
+    ``fit`` or a resumed run. The method card (``README.md``) gives the events and the details.
 
     SWA and :class:`~composer.algorithms.ema.EMA` both decide which weights the model ends with: use one.
 
