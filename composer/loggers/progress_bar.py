@@ -13,8 +13,8 @@ from composer.core.logging.logger import Logger, LoggerDestination, LogLevel
 from composer.core.state import State
 from composer.core.time import Timestamp, TimeUnit
 from composer.loggers.bar_display import BarDisplay, RichDisplay, TqdmDisplay
-from composer.loggers.extras import is_package_available, require_package
 from composer.loggers.log_value import to_builtin
+from composer.loggers.optional_packages import is_package_available, require_package
 
 __all__ = ["ProgressBarLogger", "ProgressBarLoggerHparams", "eval_title", "format_seconds"]
 

@@ -13,9 +13,9 @@ from composer.core.logging.logger import Logger, LogLevel
 from composer.core.state import State
 from composer.core.time import Time, Timestamp
 from composer.loggers.buffered_destination import BufferedDestination
-from composer.loggers.extras import is_package_available, require_package
 from composer.loggers.log_path import check_writable
 from composer.loggers.log_value import is_number
+from composer.loggers.optional_packages import is_package_available, require_package
 from composer.loggers.record_buffer import Record
 
 __all__ = ["TensorboardLogger", "TensorboardLoggerHparams", "is_tensorboard_available"]

@@ -12,7 +12,7 @@ from composer import Trainer
 from composer.callbacks import EarlyStopper
 from composer.core import Callback
 from composer.loggers import ConsoleLogger, InMemoryLogger, ProgressBarLogger, ProgressBarLoggerHparams
-from composer.loggers.extras import is_package_available
+from composer.loggers.optional_packages import is_package_available
 from tests.common import SimpleModel, make_dataloader
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

@@ -2,12 +2,19 @@
 
 import pytest
 
-from composer.loggers import MLflowLogger, ProgressBarLogger, TensorboardLogger, WandBLogger, extras, progress_bar
+from composer.loggers import (
+    MLflowLogger,
+    ProgressBarLogger,
+    TensorboardLogger,
+    WandBLogger,
+    optional_packages,
+    progress_bar,
+)
 
 
 @pytest.fixture
 def nothing_installed(monkeypatch):
-    monkeypatch.setattr(extras, "is_package_available", lambda name: False)
+    monkeypatch.setattr(optional_packages, "is_package_available", lambda name: False)
     monkeypatch.setattr(progress_bar, "is_package_available", lambda name: False)
 
 
