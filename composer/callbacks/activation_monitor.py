@@ -10,7 +10,7 @@ import torch
 
 from composer.callbacks.interval import parse_interval
 from composer.core.callback import Callback
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.core.time import Time, TimeUnit
@@ -264,16 +264,5 @@ def _values(collected: dict[str, torch.Tensor]) -> dict[str, float]:
     }
 
 
-@hparams
-class ActivationMonitorHparams(Hparams):
-    """Config for :class:`ActivationMonitor` (YAML key ``activation_monitor``); module types by class name."""
-
-    interval: str = "100ba"
-    module_types: list[str] | None = None
-    name_pattern: str | None = None
-
-    def validate(self) -> None:
-        self.initialize_object()  # the callback's checks, with its messages
-
-    def initialize_object(self) -> ActivationMonitor:
-        return ActivationMonitor(interval=self.interval, module_types=self.module_types, name_pattern=self.name_pattern)
+ActivationMonitorHparams = hparams_for(ActivationMonitor)
+"""See :class:`ActivationMonitor`; the fields are its arguments (YAML key ``activation_monitor``)."""

@@ -12,7 +12,7 @@ from typing import Any
 from composer.callbacks.nan_monitor import DeferredNaNMonitor
 from composer.core.callback import Callback
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.core.time import Time, TimeUnit
@@ -381,29 +381,8 @@ def _parse_interval(save_interval: SaveInterval) -> tuple[Callable[[State, Event
     return None, interval
 
 
-@hparams
-class CheckpointSaverHparams(Hparams):
-    """Config for :class:`CheckpointSaver` (YAML key ``checkpoint_saver``)."""
+CheckpointSaverHparams = hparams_for(CheckpointSaver, exclude=("metadata", "sharded", "on_upload_failure"))
+"""See :class:`CheckpointSaver`; the fields are its arguments (YAML key ``checkpoint_saver``).
 
-    folder: str = "checkpoints"
-    filename: str = "ep{epoch}-ba{batch}-rank{rank}.pt"
-    latest_filename: str | None = "latest-rank{rank}.pt"
-    save_interval: str = "1ep"
-    num_checkpoints_to_keep: int = -1
-    overwrite: bool = False
-    weights_only: bool = False
-    run_name: str | None = None
-    check_finite: bool = True
-
-    def initialize_object(self) -> CheckpointSaver:
-        return CheckpointSaver(
-            folder=self.folder,
-            filename=self.filename,
-            latest_filename=self.latest_filename,
-            save_interval=self.save_interval,
-            num_checkpoints_to_keep=self.num_checkpoints_to_keep,
-            overwrite=self.overwrite,
-            weights_only=self.weights_only,
-            run_name=self.run_name,
-            check_finite=self.check_finite,
-        )
+``metadata``, ``sharded`` and ``on_upload_failure`` are the Trainer's to set.
+"""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from composer.callbacks.metric_stopper import MetricStopper
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.state import State
 from composer.core.time import Time, Timestamp, TimeUnit
 
@@ -87,14 +87,5 @@ class EarlyStopper(MetricStopper):
         self.best, self.best_at = state["best"], state["best_at"]
 
 
-@hparams
-class EarlyStopperHparams(Hparams):
-    """Config for :class:`EarlyStopper` (YAML key ``early_stopper``)."""
-
-    monitor: str
-    mode: str | None = None
-    min_delta: float = 0.0
-    patience: str = "1ep"
-
-    def initialize_object(self) -> EarlyStopper:
-        return EarlyStopper(self.monitor, mode=self.mode, min_delta=self.min_delta, patience=self.patience)
+EarlyStopperHparams = hparams_for(EarlyStopper)
+"""See :class:`EarlyStopper`; the fields are its arguments (YAML key ``early_stopper``)."""

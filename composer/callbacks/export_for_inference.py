@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -12,7 +11,7 @@ import torch
 from torch import nn
 
 from composer.core.callback import Callback
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.utils import dist
@@ -206,30 +205,5 @@ class ExportForInference(Callback):
         return results
 
 
-@hparams
-class ExportForInferenceHparams(Hparams):
-    """Config for :class:`ExportForInference` (YAML key ``export_for_inference``); see the class for the fields.
-
-    The sample input comes from the training batches (a recipe cannot hold a tensor).
-    """
-
-    save_path: str = "exported/model"
-    save_format: str | list[str] = dataclasses.field(default_factory=lambda: list(EXPORT_FORMATS))
-    input_names: list[str] | None = None
-    output_names: list[str] | None = None
-    dynamic_batch: bool = True
-    verify: bool = True
-    atol: float = 1e-4
-    rtol: float = 1e-4
-
-    def initialize_object(self) -> ExportForInference:
-        return ExportForInference(
-            save_path=self.save_path,
-            save_format=self.save_format,
-            input_names=self.input_names,
-            output_names=self.output_names,
-            dynamic_batch=self.dynamic_batch,
-            verify=self.verify,
-            atol=self.atol,
-            rtol=self.rtol,
-        )
+ExportForInferenceHparams = hparams_for(ExportForInference)
+"""See :class:`ExportForInference`; the fields are its arguments (YAML key ``export_for_inference``)."""

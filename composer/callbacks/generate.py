@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from composer.core.callback import Callback
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger, LogLevel
 from composer.core.state import State, unwrap_model
 from composer.core.time import Time, TimeUnit
@@ -371,32 +371,5 @@ class Generate(Callback):
             self._log(state, logger)
 
 
-@hparams
-class GenerateHparams(Hparams):
-    """Config for :class:`Generate` (YAML key ``generate``); see the class for the fields. Prompts are encoded as
-    UTF-8 bytes, the tokens of the built-in text datasets."""
-
-    prompts: list[str]
-    interval: str = "1ep"
-    max_new_tokens: int = 32
-    do_sample: bool = False
-    temperature: float = 1.0
-    top_k: int | None = None
-    seed: int = 0
-    eos_token_id: int | None = None
-    name: str = "generate"
-    log_level: str = "epoch"
-
-    def initialize_object(self) -> Generate:
-        return Generate(
-            self.prompts,
-            interval=self.interval,
-            max_new_tokens=self.max_new_tokens,
-            do_sample=self.do_sample,
-            temperature=self.temperature,
-            top_k=self.top_k,
-            seed=self.seed,
-            eos_token_id=self.eos_token_id,
-            name=self.name,
-            log_level=self.log_level,
-        )
+GenerateHparams = hparams_for(Generate)
+"""See :class:`Generate`; the fields are its arguments (YAML key ``generate``)."""

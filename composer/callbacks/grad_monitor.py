@@ -6,7 +6,7 @@ import torch
 
 from composer.callbacks.optimizer_monitor import tensor_norms
 from composer.core.callback import Callback
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 
@@ -81,11 +81,5 @@ class GradMonitor(Callback):
         logger.metric_batch(lambda: grad_norms(model, per_layer))
 
 
-@hparams
-class GradMonitorHparams(Hparams):
-    """Config for :class:`GradMonitor` (YAML key ``grad_monitor``)."""
-
-    log_layer_grad_norms: bool = False
-
-    def initialize_object(self) -> GradMonitor:
-        return GradMonitor(log_layer_grad_norms=self.log_layer_grad_norms)
+GradMonitorHparams = hparams_for(GradMonitor)
+"""See :class:`GradMonitor`; the fields are its arguments (YAML key ``grad_monitor``)."""

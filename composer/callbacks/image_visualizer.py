@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from composer.core.callback import Callback
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger, LoggerDestination, LogLevel
 from composer.core.state import State
 from composer.core.time import Time, TimeUnit
@@ -196,25 +196,5 @@ class ImageVisualizer(Callback):
         self._last_batch = -1
 
 
-@hparams
-class ImageVisualizerHparams(Hparams):
-    """Config for :class:`ImageVisualizer` (YAML key ``image_visualizer``)."""
-
-    interval: str = "100ba"
-    num_images: int = 8
-    nrow: int = 8
-    name: str = "images/train"
-    input_key: str | None = None
-    channels_last: bool = False
-    normalize: bool = True
-
-    def initialize_object(self) -> ImageVisualizer:
-        return ImageVisualizer(
-            interval=self.interval,
-            num_images=self.num_images,
-            nrow=self.nrow,
-            name=self.name,
-            input_key=self.input_key,
-            channels_last=self.channels_last,
-            normalize=self.normalize,
-        )
+ImageVisualizerHparams = hparams_for(ImageVisualizer)
+"""See :class:`ImageVisualizer`; the fields are its arguments (YAML key ``image_visualizer``)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from composer.core.callback import Callback
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.core.time import TimeUnit
@@ -74,9 +74,5 @@ class LRMonitor(Callback):
         )
 
 
-@hparams
-class LRMonitorHparams(Hparams):
-    """Config for :class:`LRMonitor` (YAML key ``lr_monitor``)."""
-
-    def initialize_object(self) -> LRMonitor:
-        return LRMonitor()
+LRMonitorHparams = hparams_for(LRMonitor)
+"""See :class:`LRMonitor`; the fields are its arguments (YAML key ``lr_monitor``)."""

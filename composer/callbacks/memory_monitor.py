@@ -8,7 +8,7 @@ import sys
 import torch
 
 from composer.core.callback import Callback
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 
@@ -97,9 +97,5 @@ class MemoryMonitor(Callback):
         logger.metric_batch(lambda: memory_usage(device))
 
 
-@hparams
-class MemoryMonitorHparams(Hparams):
-    """Config for :class:`MemoryMonitor` (YAML key ``memory_monitor``)."""
-
-    def initialize_object(self) -> MemoryMonitor:
-        return MemoryMonitor()
+MemoryMonitorHparams = hparams_for(MemoryMonitor)
+"""See :class:`MemoryMonitor`; the fields are its arguments (YAML key ``memory_monitor``)."""

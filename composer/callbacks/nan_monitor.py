@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from composer.core.callback import Callback
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.core.time import TimeUnit
@@ -200,9 +200,5 @@ class DeferredNaNMonitor(Callback):
         )
 
 
-@hparams
-class NaNMonitorHparams(Hparams):
-    """Config for :class:`NaNMonitor` (YAML key ``nan_monitor``)."""
-
-    def initialize_object(self) -> NaNMonitor:
-        return NaNMonitor()
+NaNMonitorHparams = hparams_for(NaNMonitor)
+"""See :class:`NaNMonitor`; the fields are its arguments (YAML key ``nan_monitor``)."""

@@ -9,7 +9,7 @@ import torch
 
 from composer.callbacks.interval import parse_interval
 from composer.core.callback import Callback
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.core.time import Time, TimeUnit
@@ -274,18 +274,5 @@ class OptimizerMonitor(Callback):
         )
 
 
-@hparams
-class OptimizerMonitorHparams(Hparams):
-    """Config for :class:`OptimizerMonitor` (YAML key ``optimizer_monitor``)."""
-
-    log_interval: str = "10ba"
-    only_global: bool = False
-    log_update_norms: bool = True
-
-    def validate(self) -> None:
-        parse_interval(self.log_interval, "log_interval")
-
-    def initialize_object(self) -> OptimizerMonitor:
-        return OptimizerMonitor(
-            log_interval=self.log_interval, only_global=self.only_global, log_update_norms=self.log_update_norms
-        )
+OptimizerMonitorHparams = hparams_for(OptimizerMonitor)
+"""See :class:`OptimizerMonitor`; the fields are its arguments (YAML key ``optimizer_monitor``)."""

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from composer.core.callback import Callback
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.core.time import Time, TimeUnit
@@ -240,14 +240,5 @@ def _intervals(evaluators: Sequence[Any]) -> dict[str, Time[int]]:
     return {str(e.label): e.eval_interval for e in evaluators}
 
 
-@hparams
-class RuntimeEstimatorHparams(Hparams):
-    """Config for :class:`RuntimeEstimator` (YAML key ``runtime_estimator``)."""
-
-    skip_batches: int = 1
-
-    def validate(self) -> None:
-        self.initialize_object()
-
-    def initialize_object(self) -> RuntimeEstimator:
-        return RuntimeEstimator(skip_batches=self.skip_batches)
+RuntimeEstimatorHparams = hparams_for(RuntimeEstimator)
+"""See :class:`RuntimeEstimator`; the fields are its arguments (YAML key ``runtime_estimator``)."""

@@ -7,7 +7,7 @@ from collections import deque
 from typing import Any
 
 from composer.core.callback import Callback
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.core.time import TimeUnit
@@ -194,11 +194,5 @@ class SpeedMonitor(Callback):
         self._train_seconds = float(state["train_seconds"])
 
 
-@hparams
-class SpeedMonitorHparams(Hparams):
-    """Config for :class:`SpeedMonitor` (YAML key ``speed_monitor``)."""
-
-    window_size: int = 100
-
-    def initialize_object(self) -> SpeedMonitor:
-        return SpeedMonitor(window_size=self.window_size)
+SpeedMonitorHparams = hparams_for(SpeedMonitor)
+"""See :class:`SpeedMonitor`; the fields are its arguments (YAML key ``speed_monitor``)."""

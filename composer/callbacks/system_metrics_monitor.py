@@ -9,7 +9,7 @@ from typing import Any
 
 from composer.callbacks.interval import parse_interval
 from composer.core.callback import Callback
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.core.time import Time, TimeUnit
@@ -220,16 +220,5 @@ class SystemMetricsMonitor(Callback):
             self._nvml = None
 
 
-@hparams
-class SystemMetricsMonitorHparams(Hparams):
-    """Config for :class:`SystemMetricsMonitor` (YAML key ``system_metrics_monitor``)."""
-
-    log_interval: str = "10ba"
-    disk_path: str = "/"
-    gpu: bool = True
-
-    def validate(self) -> None:
-        parse_interval(self.log_interval, "log_interval")
-
-    def initialize_object(self) -> SystemMetricsMonitor:
-        return SystemMetricsMonitor(log_interval=self.log_interval, disk_path=self.disk_path, gpu=self.gpu)
+SystemMetricsMonitorHparams = hparams_for(SystemMetricsMonitor)
+"""See :class:`SystemMetricsMonitor`; the fields are its arguments (YAML key ``system_metrics_monitor``)."""

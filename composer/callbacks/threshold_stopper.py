@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from composer.callbacks.metric_stopper import MetricStopper
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.state import State
 from composer.core.time import Timestamp
 
@@ -45,13 +45,5 @@ class ThresholdStopper(MetricStopper):
         return f"ThresholdStopper: {self.monitor} = {value:.6g} {sign} {self.threshold:.6g} at batch {int(timestamp.batch)}."
 
 
-@hparams
-class ThresholdStopperHparams(Hparams):
-    """Config for :class:`ThresholdStopper` (YAML key ``threshold_stopper``)."""
-
-    monitor: str
-    threshold: float
-    mode: str | None = None
-
-    def initialize_object(self) -> ThresholdStopper:
-        return ThresholdStopper(self.monitor, self.threshold, mode=self.mode)
+ThresholdStopperHparams = hparams_for(ThresholdStopper)
+"""See :class:`ThresholdStopper`; the fields are its arguments (YAML key ``threshold_stopper``)."""

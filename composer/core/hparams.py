@@ -50,17 +50,36 @@ Example:
 from __future__ import annotations
 
 import abc
+import copy
 import dataclasses
+import enum
 import functools
-from collections.abc import Callable, Mapping
-from typing import Any, Self, TypeVar, cast, dataclass_transform
+import inspect
+import re
+import sys
+import types
+import typing
+import warnings
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, MutableSequence, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar, cast, dataclass_transform
 
 import pydantic
 import pydantic.dataclasses
 
-__all__ = ["Hparams", "hparams"]
+__all__ = [
+    "REQUIRED",
+    "DerivedHparams",
+    "Hparams",
+    "argument_docs",
+    "derive_fields",
+    "field_docs",
+    "hparams",
+    "hparams_for",
+    "recipe_annotation",
+]
 
 _T = TypeVar("_T")
+_H = TypeVar("_H", bound="Hparams")
 
 # Extra keys are an error (a typo in a YAML file must not pass silently); assignment is validated like construction;
 # fields may hold arbitrary classes (a torch dtype, a Time) that pydantic checks with isinstance.
@@ -68,7 +87,7 @@ _CONFIG = pydantic.ConfigDict(extra="forbid", validate_assignment=True, arbitrar
 
 
 @dataclass_transform(field_specifiers=(dataclasses.field, pydantic.Field))
-def hparams(cls: type[_T]) -> type[_T]:
+def hparams(cls: type[_T], *, strict: bool = False) -> type[_T]:
     """Turns a class into a validated config dataclass.
 
     The class becomes a pydantic v2 dataclass that forbids unknown fields, validates every assignment and accepts
@@ -78,6 +97,8 @@ def hparams(cls: type[_T]) -> type[_T]:
 
     Args:
         cls: The class to decorate; its annotated attributes become the fields.
+        strict: Convert nothing: a bool is not a number and ``'3'`` not an int (pydantic's strict mode; an int is
+            still a float). For the keys of a recipe, where ``train_batch_size: true`` is a mistake.
 
     Returns:
         The same class, now a dataclass.
@@ -96,7 +117,8 @@ def hparams(cls: type[_T]) -> type[_T]:
         >>> dataclasses.asdict(PointHparams(y=3))
         {'x': 0.0, 'y': 3.0}
     """
-    config_class = pydantic.dataclasses.dataclass(config=_CONFIG)(cls)
+    config = pydantic.ConfigDict(**_CONFIG, strict=True) if strict else _CONFIG
+    config_class = pydantic.dataclasses.dataclass(config=config)(cls)
     pydantic_init = cast(Callable[..., None], config_class.__init__)
     pydantic_setattr = cast(Callable[[Any, str, Any], None], config_class.__setattr__)
 
@@ -249,3 +271,422 @@ def _explain(cls: type[Any], error: pydantic.ValidationError) -> str:
                     f"({item['msg']})"
                 )
     return f"Invalid {cls.__name__}: " + "; ".join(problem.rstrip(".") for problem in problems) + "."
+
+
+# ---- configs derived from a constructor -------------------------------------------------------------------------
+
+REQUIRED: Any = dataclasses.MISSING
+"""In :func:`hparams_for`'s ``defaults``: the field has no default (a recipe must give it)."""
+
+_SECTION = re.compile(r"^(\s*)(Args|Arguments|Parameters):\s*$")
+_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
+_CONTAINERS = (list, tuple, set, frozenset, dict, Sequence, MutableSequence, Mapping, MutableMapping, Iterable)
+
+
+class DerivedHparams(Hparams):
+    """A config class that :func:`hparams_for` derived from a constructor (or a function): the fields are its arguments.
+
+    :meth:`initialize_object` calls the constructor with the fields; :meth:`validate` builds the object once and keeps
+    nothing, so that the constructor's own checks, with their messages, are the config's checks. A function's config
+    (a scheduler's) returns the function with the fields bound, and is checked by its base's :meth:`validate`.
+    """
+
+    target: ClassVar[Callable[..., Any]]
+    """What the config builds: a class, or a function whose keyword arguments the fields are."""
+
+    if TYPE_CHECKING:
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+
+    def arguments(self) -> dict[str, Any]:
+        """The fields as keyword arguments, copied (the object built must not share the config's lists)."""
+        return {field.name: copy.deepcopy(getattr(self, field.name)) for field in dataclasses.fields(self)}  # type: ignore[arg-type]
+
+    def validate(self) -> None:
+        """Builds the object and keeps nothing: its constructor's checks. A missing optional package is left to
+        :meth:`initialize_object`, which raises it; warnings are left to it too, so that they show once."""
+        if not isinstance(type(self).target, type):
+            super().validate()
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                self.initialize_object()
+            except ImportError:
+                return
+            except TypeError as error:  # a constructor's TypeError is a wrong value here, as pydantic's are
+                raise ValueError(str(error)) from None
+
+    def initialize_object(self) -> Any:
+        """Calls the constructor with the fields; a function's config returns the function with them bound."""
+        target = type(self).target
+        if isinstance(target, type):
+            return target(**self.arguments())
+        return functools.partial(target, **self.arguments())
+
+
+@typing.overload
+def hparams_for(
+    target: Callable[..., Any],
+    *,
+    name: str | None = None,
+    module: str | None = None,
+    base: None = None,
+    exclude: Iterable[str] = (),
+    defaults: Mapping[str, Any] | None = None,
+    order: Sequence[str] = (),
+    summary: str | None = None,
+) -> type[DerivedHparams]: ...
+
+
+@typing.overload
+def hparams_for(
+    target: Callable[..., Any],
+    *,
+    name: str | None = None,
+    module: str | None = None,
+    base: type[_H],
+    exclude: Iterable[str] = (),
+    defaults: Mapping[str, Any] | None = None,
+    order: Sequence[str] = (),
+    summary: str | None = None,
+) -> type[_H]: ...
+
+
+def hparams_for(
+    target: Callable[..., Any],
+    *,
+    name: str | None = None,
+    module: str | None = None,
+    base: type[Hparams] | None = None,
+    exclude: Iterable[str] = (),
+    defaults: Mapping[str, Any] | None = None,
+    order: Sequence[str] = (),
+    summary: str | None = None,
+) -> type[Hparams]:
+    """Derives a config class from ``target``'s signature and docstring: one field per argument a recipe can give.
+
+    Each argument becomes a field of the same name, in the same order, with its annotation as the field's type, its
+    default, and its line of the docstring's ``Args:`` section as the field's doc (:func:`field_docs`). The fields
+    leave out ``self``, ``*args``, ``**kwargs``, what ``exclude`` names, and the arguments with a default whose type
+    admits no value a YAML file can hold (a stream, a callable, a module: objects only Python can give). Defaults are
+    written as a recipe writes them: an enum member as its value (or its name in lower case, for numbered members),
+    a tuple as a list.
+
+    Where a config must differ from its constructor (a seed's page gives other defaults, or another order), say so
+    with ``defaults`` and ``order``, not by writing the class out.
+
+    Args:
+        target: The class (or function) the config builds.
+        name: The class name; default: ``target``'s name plus ``Hparams``.
+        module: The module the class is defined in; default: the caller's (as for ``collections.namedtuple``).
+        base: Another base class to inherit from besides :class:`DerivedHparams` (its ``validate`` runs for a
+            function's config).
+        exclude: Arguments that are not fields.
+        defaults: Field -> default, over the signature's; :data:`REQUIRED` makes a field required.
+        order: Fields to put first, in this order; the others follow in the signature's order.
+        summary: The first line of the class docstring; default: "See :class:`target`." (the fields are its
+            arguments).
+
+    Returns:
+        The config class, a validated dataclass (:func:`hparams`).
+
+    Raises:
+        TypeError: If an argument that has no default cannot be read from a recipe and is not excluded, or its
+            annotation names something the target's module does not define.
+
+    Example:
+        >>> class Ramp:
+        ...     '''A ramp of values.
+        ...
+        ...     Args:
+        ...         steps: How many values.
+        ...         peak (float): The last value.
+        ...     '''
+        ...     def __init__(self, steps: int, peak: float = 1.0) -> None:
+        ...         if steps <= 0:
+        ...             raise ValueError(f"steps={steps} must be positive.")
+        ...         self.steps, self.peak = steps, peak
+        >>> RampHparams = hparams_for(Ramp)
+        >>> RampHparams(steps=4)
+        RampHparams(steps=4, peak=1.0)
+        >>> field_docs(RampHparams)
+        {'steps': 'How many values.', 'peak': 'The last value.'}
+        >>> RampHparams(steps=4).initialize_object().peak
+        1.0
+        >>> RampHparams(steps=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: Invalid RampHparams: steps=0 must be positive.
+    """
+    class_name = name or f"{target.__name__}Hparams"
+    module = module or sys._getframe(1).f_globals.get("__name__", target.__module__)
+    namespace: dict[str, Any] = {"__module__": module, "__qualname__": class_name, "target": staticmethod(target)}
+    bases = (DerivedHparams,) if base is None else (DerivedHparams, base)
+    config_class = type(class_name, bases, namespace)
+    role = "class" if isinstance(target, type) else "func"
+    first_line = summary or f"See :{role}:`~{target.__module__}.{target.__qualname__}`; the fields are its arguments."
+    return derive_fields(target, exclude=exclude, defaults=defaults, order=order, summary=first_line)(config_class)
+
+
+def derive_fields(
+    target: Callable[..., Any],
+    *,
+    exclude: Iterable[str] = (),
+    defaults: Mapping[str, Any] | None = None,
+    order: Sequence[str] = (),
+    summary: str | None = None,
+    strict: bool = False,
+) -> Callable[[type[_H]], type[_H]]:
+    """Class decorator: :func:`hparams` on a class whose fields are its own plus ``target``'s other arguments.
+
+    For a config that writes some fields out (what a recipe adds) and takes the rest from the constructor it builds:
+    the class's own fields come first (after those ``order`` names), then ``target``'s arguments that the class does
+    not declare or inherit, as :func:`hparams_for` derives them. The arguments' docs are added to the class docstring.
+
+    Args:
+        target: The class (or function) whose arguments become fields.
+        exclude: Arguments that are not fields.
+        defaults: Field -> default, over the signature's; :data:`REQUIRED` makes a field required.
+        order: Fields to put first, in this order.
+        summary: A first line for the class docstring, when it has none.
+        strict: Validate without conversions (see :func:`hparams`).
+
+    Returns:
+        The decorator.
+    """
+
+    def decorate(cls: type[_H]) -> type[_H]:
+        own = dict(inspect.get_annotations(cls))
+        docs = argument_docs(target)
+        inherited = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+        derived = _derived_fields(target, skip={*exclude, *own, *inherited}, defaults=defaults or {})
+        names = [*own, *derived]
+        ordered = [*[n for n in order if n in names], *[n for n in names if n not in order]]
+        annotations: dict[str, Any] = {}
+        for field_name in ordered:
+            if field_name in derived:
+                annotation, field = derived[field_name]
+                annotations[field_name] = _keep_ints(annotation) if strict else annotation
+                # The doc, and the type as text in a recipe's terms (an own field's type is its source text).
+                recipe = recipe_annotation(annotation, strict=strict)
+                field.metadata = types.MappingProxyType({"doc": docs.get(field_name, ""), "annotation": recipe})
+                setattr(cls, field_name, field)
+            else:
+                annotations[field_name] = own[field_name]
+        cls.__annotations__ = annotations
+        if "target" not in cls.__dict__:
+            cls.target = staticmethod(target)  # type: ignore[attr-defined]
+        cls.__doc__ = _class_doc(cls.__doc__ or summary or "", {n: docs.get(n, "") for n in ordered if n in derived})
+        return hparams(cls, strict=strict)
+
+    return decorate
+
+
+def field_docs(config_class: type[Hparams]) -> dict[str, str]:
+    """Field -> its doc: the line of the ``Args:`` section of the constructor it was derived from, or of the class.
+
+    Args:
+        config_class: A config class (:func:`hparams`).
+
+    Returns:
+        dict[str, str]: Every field, in order ('' where nothing documents it).
+    """
+    own = argument_docs(config_class)
+    return {
+        field.name: field.metadata.get("doc") or own.get(field.name, "")
+        for field in dataclasses.fields(config_class)  # type: ignore[arg-type]
+    }
+
+
+def argument_docs(target: Any) -> dict[str, str]:
+    """Argument -> its description, from the Google-style ``Args:`` section of ``target``'s docstring.
+
+    A class without one in its own docstring is read from its ``__init__``'s. An entry's type in parentheses is
+    dropped, and its continuation lines are joined with single spaces.
+
+    Args:
+        target: A class or a function.
+
+    Returns:
+        dict[str, str]: In the docstring's order; empty when there is no ``Args:`` section.
+
+    Example:
+        >>> def f(a, b):
+        ...     '''Adds.
+        ...
+        ...     Args:
+        ...         a (int): The first
+        ...             number.
+        ...         b: The second.
+        ...     '''
+        >>> argument_docs(f)
+        {'a': 'The first number.', 'b': 'The second.'}
+    """
+    docs = _parse_args(inspect.getdoc(target) or "")
+    if not docs and isinstance(target, type):
+        docs = _parse_args(inspect.getdoc(getattr(target, "__init__", None)) or "")
+    return docs
+
+
+def _parse_args(docstring: str) -> dict[str, str]:
+    docs: dict[str, str] = {}
+    section: int | None = None
+    current: str | None = None
+    entry_indent = 0
+    for line in docstring.splitlines():
+        indent = len(line) - len(line.lstrip())
+        heading = _SECTION.match(line)
+        if heading:
+            section, current = len(heading.group(1)), None
+            continue
+        if section is None or not line.strip():
+            continue
+        if indent <= section:
+            section, current = None, None
+            continue
+        entry = _ENTRY.match(line.strip())
+        if entry and (current is None or indent <= entry_indent):
+            current, entry_indent = entry.group(1), indent
+            docs[current] = entry.group(3).strip()
+        elif current is not None:
+            docs[current] = f"{docs[current]} {line.strip()}".strip()
+    return docs
+
+
+def _derived_fields(
+    target: Callable[..., Any], *, skip: set[str], defaults: Mapping[str, Any]
+) -> dict[str, tuple[Any, Any]]:
+    """Argument -> (its resolved annotation, its dataclass field), for the arguments a recipe can give."""
+    function = inspect.unwrap(cast(Any, target).__init__ if isinstance(target, type) else target)
+    namespace = getattr(function, "__globals__", {})
+    fields: dict[str, tuple[Any, Any]] = {}
+    for parameter in inspect.signature(target).parameters.values():
+        if parameter.name in skip or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        default = defaults.get(parameter.name, parameter.default)
+        required = default is REQUIRED or default is inspect.Parameter.empty
+        annotation = _resolve(parameter, namespace, target, required)
+        if not _recipe_type(annotation, top=True):
+            if not required:
+                continue  # only Python can give it: the constructor's default it is
+            raise TypeError(
+                f"{target.__qualname__}'s argument {parameter.name!r} has no default and its type {annotation!r} "
+                "admits no value a recipe can hold; exclude it, or give it a default."
+            )
+        if required:
+            fields[parameter.name] = (annotation, dataclasses.field())
+        else:
+            fields[parameter.name] = (annotation, _plain_field(default, annotation))
+    return fields
+
+
+def _resolve(parameter: inspect.Parameter, namespace: dict[str, Any], target: Any, required: bool) -> Any:
+    annotation = parameter.annotation
+    if annotation is inspect.Parameter.empty:
+        return Any
+    if not isinstance(annotation, str):
+        return annotation
+    try:
+        return eval(annotation, dict(namespace))
+    except NameError as error:
+        if not required:
+            return object  # a name imported for type checking only: an object only Python can give
+        raise TypeError(
+            f"{target.__qualname__}'s argument {parameter.name!r} is annotated {annotation!r}, which its module does "
+            f"not define at run time ({error}); import the names it uses, or exclude the argument."
+        ) from None
+
+
+def _recipe_type(annotation: Any, *, top: bool) -> bool:
+    """Whether a value a YAML file can hold (a number, a string, a list, a mapping, ...) can have this type."""
+    if annotation in (str, int, float, bool):
+        return True
+    if annotation is Any:
+        return not top  # a bare Any argument takes any object (a tensor): left to Python
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return True
+    origin = typing.get_origin(annotation)
+    arguments = [a for a in typing.get_args(annotation) if a is not Ellipsis]
+    if origin is typing.Literal:
+        return True
+    if origin is typing.Annotated:
+        return _recipe_type(arguments[0], top=top)
+    if origin in (typing.Union, types.UnionType):
+        return any(_recipe_type(a, top=top) for a in arguments if a is not type(None))
+    if annotation in _CONTAINERS or origin in _CONTAINERS:
+        return all(_recipe_type(a, top=False) for a in arguments)
+    return False
+
+
+def _keep_ints(annotation: Any) -> Any:
+    """``float`` as ``float | int``: a strict config then keeps a recipe's ``-1`` an int (and echoes it as written)."""
+    members = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) else ()
+    if float not in (annotation, *members) or int in members:
+        return annotation
+    kept = list(members or (annotation,))
+    kept.insert(kept.index(float) + 1, int)
+    return typing.Union[tuple(kept)]  # noqa: UP007 (built from a list)
+
+
+def _plain_field(default: Any, annotation: Any) -> Any:
+    """The dataclass field of a default, written as a recipe writes it (enum members as values, tuples as lists
+    unless the type is a tuple, which reads a list back as a tuple)."""
+    if isinstance(default, enum.Enum):
+        default = default.value if isinstance(default.value, str) else default.name.lower()
+    if isinstance(default, tuple) and tuple not in (annotation, typing.get_origin(annotation)):
+        default = list(default)
+    if isinstance(default, (list, dict, set)):
+        value = default
+        return dataclasses.field(default_factory=lambda: copy.deepcopy(value))
+    return dataclasses.field(default=default)
+
+
+def recipe_annotation(annotation: Any, *, strict: bool = False) -> str:
+    """The part of a type a recipe can give, as source text: ``str | Time | int`` -> ``'str | int'``.
+
+    Classes a YAML file cannot hold (a Time, a callable, a device) are left out; enums are their names' type, str.
+    With ``strict``, numbers and strings are pydantic's strict types, as a strict config checks them.
+
+    Args:
+        annotation: A resolved type.
+        strict: Write ``StrictInt`` for ``int`` and so on (a float also takes an int).
+
+    Returns:
+        str: ``'Any'`` when nothing of it is a recipe's.
+
+    Example:
+        >>> recipe_annotation(int | str | None, strict=True)
+        'StrictInt | StrictStr | None'
+        >>> recipe_annotation(Mapping[str, Any] | bool | None)
+        'dict[str, Any] | bool | None'
+    """
+    words: list[str] = []
+    members = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) else ()
+    for member in members or (annotation,):
+        if typing.get_origin(member) is typing.Annotated:  # pydantic's StrictInt and the like
+            member = typing.get_args(member)[0]
+        if member is type(None):
+            word = "None"
+        elif member in (str, int, float, bool) or (isinstance(member, type) and issubclass(member, enum.Enum)):
+            base = "str" if isinstance(member, type) and issubclass(member, enum.Enum) else member.__name__
+            word = base if not strict else {"float": "StrictFloat | StrictInt"}.get(base, f"Strict{base.title()}")
+        elif _recipe_type(member, top=False) and member is not Any:
+            origin = typing.get_origin(member) or member
+            word = "dict[str, Any]" if origin in (dict, Mapping, MutableMapping) else "list[str]"
+        else:
+            continue
+        if word not in words:
+            words.append(word)
+    return " | ".join(words) or "Any"
+
+
+def _class_doc(doc: str, derived: Mapping[str, str]) -> str:
+    """``doc`` with the derived fields' lines (the constructor's) appended to its ``Args:`` section, or in a new one
+    (an ``Args:`` section of the class must be its last)."""
+    if not derived:
+        return doc
+    lines = [f"    {name}: {text}".rstrip() for name, text in derived.items()]
+    text = inspect.cleandoc(doc).rstrip()
+    heading = "\n" if re.search(r"^Args:\s*$", text, re.M) else "\n\nArgs:\n"
+    return text + heading + "\n".join(lines) + "\n"

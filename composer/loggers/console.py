@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger, LoggerDestination, LogLevel
 from composer.core.state import State
 from composer.core.time import Time, Timestamp
@@ -91,12 +91,5 @@ class ConsoleLogger(LoggerDestination):
         )
 
 
-@hparams
-class ConsoleLoggerHparams(Hparams):
-    """Config for :class:`ConsoleLogger` (YAML key ``console``)."""
-
-    log_level: str = "epoch"
-    log_interval: str = "1ba"
-
-    def initialize_object(self) -> ConsoleLogger:
-        return ConsoleLogger(log_level=self.log_level, log_interval=self.log_interval)
+ConsoleLoggerHparams = hparams_for(ConsoleLogger)
+"""See :class:`ConsoleLogger`; the fields are its arguments (YAML key ``console``)."""

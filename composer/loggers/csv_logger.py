@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import IO, Any
 
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger, LogLevel
 from composer.core.state import State
 from composer.core.time import Time
@@ -178,21 +178,5 @@ def _keep_rows(path: Path, resumed_from: dict[str, Any] | None) -> int:
     return found
 
 
-@hparams
-class CSVLoggerHparams(Hparams):
-    """Config for :class:`CSVLogger` (YAML key ``csv``)."""
-
-    filename: str
-    log_level: str = "batch"
-    log_interval: str = "1ba"
-    flush_interval: int = 100
-    overwrite: bool = False
-
-    def initialize_object(self) -> CSVLogger:
-        return CSVLogger(
-            self.filename,
-            log_level=self.log_level,
-            log_interval=self.log_interval,
-            flush_interval=self.flush_interval,
-            overwrite=self.overwrite,
-        )
+CSVLoggerHparams = hparams_for(CSVLogger)
+"""See :class:`CSVLogger`; the fields are its arguments (YAML key ``csv``)."""

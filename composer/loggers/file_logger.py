@@ -8,7 +8,7 @@ import warnings
 from pathlib import Path
 from typing import IO, Any
 
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger, LogLevel
 from composer.core.state import State
 from composer.core.time import Time, Timestamp
@@ -243,23 +243,5 @@ def _json_record(record: Record) -> dict[str, Any]:
     }
 
 
-@hparams
-class FileLoggerHparams(Hparams):
-    """Config for :class:`FileLogger` (YAML key ``file``)."""
-
-    filename: str
-    format: str | None = None
-    log_level: str = "batch"
-    log_interval: str = "10ba"
-    flush_interval: int = 100
-    overwrite: bool = False
-
-    def initialize_object(self) -> FileLogger:
-        return FileLogger(
-            self.filename,
-            format=self.format,
-            log_level=self.log_level,
-            log_interval=self.log_interval,
-            flush_interval=self.flush_interval,
-            overwrite=self.overwrite,
-        )
+FileLoggerHparams = hparams_for(FileLogger)
+"""See :class:`FileLogger`; the fields are its arguments (YAML key ``file``)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import LoggerDestination, LogLevel
 from composer.core.state import State
 from composer.core.time import Timestamp
@@ -94,11 +94,5 @@ class InMemoryLogger(LoggerDestination):
         return series
 
 
-@hparams
-class InMemoryLoggerHparams(Hparams):
-    """Config for :class:`InMemoryLogger` (YAML key ``in_memory``)."""
-
-    log_level: str = "batch"
-
-    def initialize_object(self) -> InMemoryLogger:
-        return InMemoryLogger(log_level=self.log_level)
+InMemoryLoggerHparams = hparams_for(InMemoryLogger)
+"""See :class:`InMemoryLogger`; the fields are its arguments (YAML key ``in_memory``)."""

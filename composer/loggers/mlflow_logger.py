@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger, LogLevel
 from composer.core.state import State
 from composer.core.time import Time, Timestamp
@@ -213,27 +213,5 @@ class MLflowLogger(BufferedDestination):
             self._client = None
 
 
-@hparams
-class MLflowLoggerHparams(Hparams):
-    """Config for :class:`MLflowLogger` (YAML key ``mlflow``)."""
-
-    tracking_uri: str | None = None
-    experiment_name: str = "composer"
-    run_name: str | None = None
-    tags: dict[str, str] | None = None
-    artifact_location: str | None = None
-    log_level: str = "batch"
-    log_interval: str = "1ba"
-    flush_interval: int = 100
-
-    def initialize_object(self) -> MLflowLogger:
-        return MLflowLogger(
-            self.tracking_uri,
-            experiment_name=self.experiment_name,
-            run_name=self.run_name,
-            tags=self.tags,
-            artifact_location=self.artifact_location,
-            log_level=self.log_level,
-            log_interval=self.log_interval,
-            flush_interval=self.flush_interval,
-        )
+MLflowLoggerHparams = hparams_for(MLflowLogger)
+"""See :class:`MLflowLogger`; the fields are its arguments (YAML key ``mlflow``)."""

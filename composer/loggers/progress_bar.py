@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger, LoggerDestination, LogLevel
 from composer.core.state import State
 from composer.core.time import Timestamp, TimeUnit
@@ -428,19 +428,5 @@ def _eval_length(state: State) -> int | None:
     return total
 
 
-@hparams
-class ProgressBarLoggerHparams(Hparams):
-    """Config for :class:`ProgressBarLogger` (YAML key ``progress_bar``)."""
-
-    enabled: bool | None = None
-    refresh_seconds: float = 0.5
-    backend: str = "auto"
-    interval_seconds: float | None = 30.0
-
-    def initialize_object(self) -> ProgressBarLogger:
-        return ProgressBarLogger(
-            enabled=self.enabled,
-            refresh_seconds=self.refresh_seconds,
-            backend=self.backend,
-            interval_seconds=self.interval_seconds,
-        )
+ProgressBarLoggerHparams = hparams_for(ProgressBarLogger)
+"""See :class:`ProgressBarLogger`; the fields are its arguments (YAML key ``progress_bar``)."""

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger, LoggerDestination
 from composer.core.time import Time, TimeUnit
 from composer.loggers.csv_logger import CSVLogger
@@ -166,22 +166,5 @@ class RemoteUploader(LoggerDestination):
             uploader.close()
 
 
-@hparams
-class RemoteUploaderHparams(Hparams):
-    """Config for :class:`RemoteUploader` (YAML key ``remote_uploader``); the store is checked when the Trainer is
-    built, not here.
-
-    Example:
-        >>> config = RemoteUploaderHparams.from_dict({"remote_folder": "s3://logs/{run_name}", "upload_interval": "2ba"})
-        >>> config.initialize_object().upload_interval
-        Time(2, TimeUnit.BATCH)
-    """
-
-    remote_folder: str
-    storage_options: dict[str, Any] | None = None
-    upload_interval: str = "1ep"
-
-    def initialize_object(self) -> RemoteUploader:
-        return RemoteUploader(
-            self.remote_folder, storage_options=self.storage_options, upload_interval=self.upload_interval
-        )
+RemoteUploaderHparams = hparams_for(RemoteUploader)
+"""See :class:`RemoteUploader`; the fields are its arguments (YAML key ``remote_uploader``)."""

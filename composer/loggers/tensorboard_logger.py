@@ -8,7 +8,7 @@ import socket
 from datetime import datetime
 from typing import Any
 
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger, LogLevel
 from composer.core.state import State
 from composer.core.time import Time, Timestamp
@@ -163,19 +163,5 @@ class TensorboardLogger(BufferedDestination):
             self._writer = None
 
 
-@hparams
-class TensorboardLoggerHparams(Hparams):
-    """Config for :class:`TensorboardLogger` (YAML key ``tensorboard``)."""
-
-    log_dir: str | None = None
-    log_level: str = "batch"
-    log_interval: str = "1ba"
-    flush_interval: int = 100
-
-    def initialize_object(self) -> TensorboardLogger:
-        return TensorboardLogger(
-            self.log_dir,
-            log_level=self.log_level,
-            log_interval=self.log_interval,
-            flush_interval=self.flush_interval,
-        )
+TensorboardLoggerHparams = hparams_for(TensorboardLogger)
+"""See :class:`TensorboardLogger`; the fields are its arguments (YAML key ``tensorboard``)."""

@@ -6,7 +6,7 @@ import os
 import sys
 from typing import Any
 
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger, LogLevel
 from composer.core.state import State
 from composer.core.time import Time, Timestamp
@@ -188,33 +188,5 @@ class WandBLogger(BufferedDestination):
             self.run = None
 
 
-@hparams
-class WandBLoggerHparams(Hparams):
-    """Config for :class:`WandBLogger` (YAML key ``wandb``)."""
-
-    project: str | None = None
-    name: str | None = None
-    entity: str | None = None
-    group: str | None = None
-    tags: list[str] | None = None
-    mode: str = "offline"
-    dir: str | None = None
-    init_params: dict[str, Any] | None = None
-    log_level: str = "batch"
-    log_interval: str = "1ba"
-    flush_interval: int = 100
-
-    def initialize_object(self) -> WandBLogger:
-        return WandBLogger(
-            self.project,
-            name=self.name,
-            entity=self.entity,
-            group=self.group,
-            tags=self.tags,
-            mode=self.mode,
-            dir=self.dir,
-            init_params=self.init_params,
-            log_level=self.log_level,
-            log_interval=self.log_interval,
-            flush_interval=self.flush_interval,
-        )
+WandBLoggerHparams = hparams_for(WandBLogger)
+"""See :class:`WandBLogger`; the fields are its arguments (YAML key ``wandb``)."""

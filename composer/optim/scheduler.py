@@ -48,7 +48,7 @@ from typing import Any, ClassVar, Protocol
 import torch
 from torch.optim.lr_scheduler import LambdaLR, LRScheduler
 
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import Hparams, hparams_for
 from composer.core.state import State  # re-exported: the seed lists State, Time and TimeUnit in this module
 from composer.core.time import Time, TimeUnit
 from composer.optim.scheduler_functions import (  # argument checks shared with the Hparams below
@@ -250,6 +250,13 @@ class SchedulerHparams(Hparams, abc.ABC):
 
     scheduler_function: ClassVar[Callable[..., float]]
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        target = cls.__dict__.get("target")  # a config derived from its function by hparams_for
+        if target is not None:
+            cls.scheduler_function = target
+            cls.__doc__ = cls.__doc__ or f"Hyperparameters for the :func:`{target.__name__}` scheduler."
+
     def validate(self) -> None:
         """Checks the arguments that do not depend on the state: times parse, factors and gamma are non-negative."""
         for name, value in self.to_dict().items():
@@ -271,125 +278,60 @@ class SchedulerHparams(Hparams, abc.ABC):
         return functools.partial(type(self).scheduler_function, **self.to_dict())
 
 
-@hparams
-class ConstantLRHparams(SchedulerHparams):
-    """Hyperparameters for the :func:`constant_scheduler` scheduler.
+ConstantLRHparams = hparams_for(
+    constant_scheduler, name="ConstantLRHparams", base=SchedulerHparams, exclude=("state", "ssr")
+)
+"""Hyperparameters for the :func:`constant_scheduler` scheduler."""
+LinearLRHparams = hparams_for(linear_scheduler, name="LinearLRHparams", base=SchedulerHparams, exclude=("state", "ssr"))
+"""Hyperparameters for the :func:`linear_scheduler` scheduler."""
+ExponentialLRHparams = hparams_for(
+    exponential_scheduler, name="ExponentialLRHparams", base=SchedulerHparams, exclude=("state", "ssr")
+)
+"""Hyperparameters for the :func:`exponential_scheduler` scheduler."""
+StepLRHparams = hparams_for(step_scheduler, name="StepLRHparams", base=SchedulerHparams, exclude=("state", "ssr"))
+"""Hyperparameters for the :func:`step_scheduler` scheduler."""
+MultiStepLRHparams = hparams_for(
+    multi_step_scheduler, name="MultiStepLRHparams", base=SchedulerHparams, exclude=("state", "ssr")
+)
+"""Hyperparameters for the :func:`multi_step_scheduler` scheduler."""
+CosineAnnealingLRHparams = hparams_for(
+    cosine_annealing_scheduler, name="CosineAnnealingLRHparams", base=SchedulerHparams, exclude=("state", "ssr")
+)
+"""Hyperparameters for the :func:`cosine_annealing_scheduler` scheduler."""
+CosineAnnealingWarmRestartsHparams = hparams_for(
+    cosine_annealing_warm_restarts_scheduler,
+    name="CosineAnnealingWarmRestartsHparams",
+    base=SchedulerHparams,
+    exclude=("state", "ssr"),
+    order=["t_0", "min_factor", "t_mult"],
+    defaults={"t_0": "1dur"},
+)
+"""Hyperparameters for the :func:`cosine_annealing_warm_restarts_scheduler` scheduler.
 
-    Example:
-        >>> ConstantLRHparams(factor=0.5).initialize_object()
-        functools.partial(<function constant_scheduler at ...>, factor=0.5, total_time='1dur')
-    """
-
-    factor: float = 1.0
-    total_time: str = "1dur"
-
-    scheduler_function = staticmethod(constant_scheduler)
-
-
-@hparams
-class LinearLRHparams(SchedulerHparams):
-    """Hyperparameters for the :func:`linear_scheduler` scheduler."""
-
-    start_factor: float = 1.0
-    end_factor: float = 0.0
-    total_time: str = "1dur"
-
-    scheduler_function = staticmethod(linear_scheduler)
-
-
-@hparams
-class ExponentialLRHparams(SchedulerHparams):
-    """Hyperparameters for the :func:`exponential_scheduler` scheduler."""
-
-    gamma: float
-
-    scheduler_function = staticmethod(exponential_scheduler)
-
-
-@hparams
-class StepLRHparams(SchedulerHparams):
-    """Hyperparameters for the :func:`step_scheduler` scheduler."""
-
-    step_size: str
-    gamma: float = 0.1
-
-    scheduler_function = staticmethod(step_scheduler)
-
-
-@hparams
-class MultiStepLRHparams(SchedulerHparams):
-    """Hyperparameters for the :func:`multi_step_scheduler` scheduler."""
-
-    milestones: list[str]
-    gamma: float = 0.1
-
-    scheduler_function = staticmethod(multi_step_scheduler)
-
-
-@hparams
-class CosineAnnealingLRHparams(SchedulerHparams):
-    """Hyperparameters for the :func:`cosine_annealing_scheduler` scheduler."""
-
-    t_max: str = "1dur"
-    min_factor: float = 0.0
-
-    scheduler_function = staticmethod(cosine_annealing_scheduler)
-
-
-@hparams
-class CosineAnnealingWarmRestartsHparams(SchedulerHparams):
-    """Hyperparameters for the :func:`cosine_annealing_warm_restarts_scheduler` scheduler."""
-
-    t_0: str = "1dur"
-    min_factor: float = 0.0
-    t_mult: float = 1.0
-
-    scheduler_function = staticmethod(cosine_annealing_warm_restarts_scheduler)
-
-
-@hparams
-class PolynomialLRHparams(SchedulerHparams):
-    """Hyperparameters for the :func:`polynomial_scheduler` scheduler."""
-
-    power: float
-    t_max: str = "1dur"
-    min_factor: float = 0.0
-
-    scheduler_function = staticmethod(polynomial_scheduler)
-
-
-@hparams
-class MultiStepWithWarmupLRHparams(SchedulerHparams):
-    """Hyperparameters for the :func:`multi_step_with_warmup_scheduler` scheduler."""
-
-    warmup_time: str
-    milestones: list[str]
-    gamma: float = 0.1
-
-    scheduler_function = staticmethod(multi_step_with_warmup_scheduler)
-
-
-@hparams
-class LinearWithWarmupLRHparams(SchedulerHparams):
-    """Hyperparameters for the :func:`linear_with_warmup_scheduler` scheduler."""
-
-    warmup_time: str
-    start_factor: float = 1.0
-    end_factor: float = 0.0
-    total_time: str = "1dur"
-
-    scheduler_function = staticmethod(linear_with_warmup_scheduler)
-
-
-@hparams
-class CosineAnnealingWithWarmupLRHparams(SchedulerHparams):
-    """Hyperparameters for the :func:`cosine_annealing_with_warmup_scheduler` scheduler."""
-
-    warmup_time: str
-    t_max: str = "1dur"
-    min_factor: float = 0.0
-
-    scheduler_function = staticmethod(cosine_annealing_with_warmup_scheduler)
+The seed's order, and its default of ``t_0``.
+"""
+PolynomialLRHparams = hparams_for(
+    polynomial_scheduler, name="PolynomialLRHparams", base=SchedulerHparams, exclude=("state", "ssr"), order=["power"]
+)
+"""Hyperparameters for the :func:`polynomial_scheduler` scheduler. The seed's order: ``power`` first."""
+MultiStepWithWarmupLRHparams = hparams_for(
+    multi_step_with_warmup_scheduler,
+    name="MultiStepWithWarmupLRHparams",
+    base=SchedulerHparams,
+    exclude=("state", "ssr"),
+)
+"""Hyperparameters for the :func:`multi_step_with_warmup_scheduler` scheduler."""
+LinearWithWarmupLRHparams = hparams_for(
+    linear_with_warmup_scheduler, name="LinearWithWarmupLRHparams", base=SchedulerHparams, exclude=("state", "ssr")
+)
+"""Hyperparameters for the :func:`linear_with_warmup_scheduler` scheduler."""
+CosineAnnealingWithWarmupLRHparams = hparams_for(
+    cosine_annealing_with_warmup_scheduler,
+    name="CosineAnnealingWithWarmupLRHparams",
+    base=SchedulerHparams,
+    exclude=("state", "ssr"),
+)
+"""Hyperparameters for the :func:`cosine_annealing_with_warmup_scheduler` scheduler."""
 
 
 SCHEDULERS: dict[str, type[SchedulerHparams]] = {

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
+import io
 from typing import Any
 
 import pytest
 
-from composer.core.hparams import Hparams, hparams
+from composer.callbacks import ExportForInference
+from composer.core.hparams import REQUIRED, Hparams, argument_docs, derive_fields, field_docs, hparams, hparams_for
 
 
 @hparams
@@ -146,3 +149,167 @@ def test_subclass_inherits_fields() -> None:
     assert config.to_dict() == {"width": 3, "height": 5}
     with pytest.raises(ValueError, match="width=-1 must be positive"):
         WiderHparams(width=-1)
+
+
+# ---- configs derived from a constructor ------------------------------------------------------------------------
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+class Widget:
+    """A thing to build from a config.
+
+    Args:
+        size (int): How big,
+            in units.
+        label: Its name.
+        level: How loud.
+        shape: Its outline.
+        stream: Where it writes (Python only).
+    """
+
+    def __init__(
+        self,
+        size: int,
+        label: str = "w",
+        level: Level | str = Level.LOW,
+        shape: tuple[int, ...] = (1, 2),
+        stream: io.StringIO | None = None,
+    ) -> None:
+        if size <= 0:
+            raise ValueError(f"size={size} must be positive; use 1 or more.")
+        if label == "bad":
+            raise TypeError("label='bad' is not a label.")
+        self.size, self.label, self.level, self.shape, self.stream = size, label, level, shape, stream
+
+
+WidgetHparams = hparams_for(Widget)
+
+
+def test_derived_fields_follow_the_signature() -> None:
+    assert WidgetHparams.__name__ == "WidgetHparams" and WidgetHparams.__module__ == __name__
+    fields = dataclasses.fields(WidgetHparams)
+    # stream admits no recipe value (a stream) and has a default: left to Python.
+    assert [f.name for f in fields] == ["size", "label", "level", "shape"]
+    config = WidgetHparams(size=3)
+    # Written as a recipe writes them: the enum member by its name (a tuple stays one: its type reads a list back).
+    assert config.to_dict() == {"size": 3, "label": "w", "level": "low", "shape": (1, 2)}
+    assert dataclasses.fields(hparams_for(ExportForInference))[1].default_factory() == ["torchscript", "onnx"]
+    assert field_docs(WidgetHparams) == {
+        "size": "How big, in units.",
+        "label": "Its name.",
+        "level": "How loud.",
+        "shape": "Its outline.",
+    }
+    assert "See :class:" in (WidgetHparams.__doc__ or "") and "size: How big, in units." in (
+        WidgetHparams.__doc__ or ""
+    )
+
+
+def test_derived_config_builds_and_checks_with_the_constructor() -> None:
+    widget = WidgetHparams.from_dict({"size": 2, "level": "high", "shape": [3]}).initialize_object()
+    assert isinstance(widget, Widget) and (widget.size, widget.level, widget.shape) == (2, "high", (3,))
+    with pytest.raises(ValueError, match=r"Invalid WidgetHparams: size=0 must be positive; use 1 or more"):
+        WidgetHparams(size=0)
+    with pytest.raises(ValueError, match=r"Invalid WidgetHparams: label='bad' is not a label"):
+        WidgetHparams(size=1, label="bad")  # the constructor's TypeError, reported like a wrong value
+    with pytest.raises(ValueError, match=r"field 'size' received 'big'"):
+        WidgetHparams(size="big")
+    with pytest.raises(ValueError, match=r"required field 'size' is missing"):
+        WidgetHparams.from_dict({})
+    config = WidgetHparams(size=1)
+    with pytest.raises(ValueError, match="size=-1 must be positive"):
+        config.size = -1
+    assert config.size == 1
+
+
+def test_overrides_give_the_seed_defaults_and_order() -> None:
+    config_class = hparams_for(
+        Widget, name="SeedWidgetHparams", defaults={"size": 5, "label": REQUIRED}, order=["label"]
+    )
+    assert [f.name for f in dataclasses.fields(config_class)] == ["label", "size", "level", "shape"]
+    assert config_class(label="x").initialize_object().size == 5
+    with pytest.raises(ValueError, match="required field 'label' is missing"):
+        config_class()
+    assert [f.name for f in dataclasses.fields(hparams_for(Widget, exclude=["shape"]))] == ["size", "label", "level"]
+
+
+def test_a_missing_optional_package_is_left_to_the_build() -> None:
+    class NeedsPackage:
+        def __init__(self, x: int = 1) -> None:
+            raise ImportError("pip install 'opencomposer[thing]'")
+
+    config = hparams_for(NeedsPackage)(x=2)  # validation cannot build it: the build reports it
+    with pytest.raises(ImportError, match="opencomposer"):
+        config.initialize_object()
+
+
+def test_required_argument_a_recipe_cannot_give_is_refused() -> None:
+    class TakesStream:
+        def __init__(self, stream: io.StringIO) -> None:
+            self.stream = stream
+
+    with pytest.raises(TypeError, match="'stream' has no default"):
+        hparams_for(TakesStream)
+    assert [f.name for f in dataclasses.fields(hparams_for(TakesStream, exclude=["stream"]))] == []
+
+
+def test_function_config_binds_the_arguments() -> None:
+    def ramp(state: object, *, steps: int, peak: float = 1.0) -> float:
+        """A ramp.
+
+        Args:
+            state: The state.
+            steps: Steps.
+            peak: The top.
+        """
+        return peak / steps
+
+    config_class = hparams_for(ramp, name="RampFnHparams", exclude=["state"])
+    bound = config_class(steps=4).initialize_object()
+    assert bound(None) == 0.25 and bound.keywords == {"steps": 4, "peak": 1.0}
+
+
+def test_derive_fields_adds_the_constructor_fields_after_the_written_ones() -> None:
+    @derive_fields(Widget, exclude=["label"], order=["size"])
+    class PartHparams(Hparams):
+        """Writes out what it adds.
+
+        Args:
+            extra: Its own field.
+        """
+
+        extra: str = "e"
+
+        def validate(self) -> None:
+            if self.extra == "":
+                raise ValueError("extra must not be empty.")
+
+        def initialize_object(self) -> Widget:
+            return Widget(size=self.size, level=self.level)  # type: ignore[attr-defined]
+
+    assert [f.name for f in dataclasses.fields(PartHparams)] == ["size", "extra", "level", "shape"]
+    assert field_docs(PartHparams)["extra"] == "Its own field." and field_docs(PartHparams)["level"] == "How loud."
+    assert PartHparams(size=2).initialize_object().size == 2
+    with pytest.raises(ValueError, match="extra must not be empty"):
+        PartHparams(size=2, extra="")
+
+
+def test_argument_docs_reads_google_style_sections() -> None:
+    def f(a: int, b: int) -> None:
+        """Does.
+
+        Args:
+            a (int): First line
+                second line.
+            b: Bee.
+
+        Returns:
+            Nothing: ignored.
+        """
+
+    assert argument_docs(f) == {"a": "First line second line.", "b": "Bee."}
+    assert argument_docs(lambda: None) == {}

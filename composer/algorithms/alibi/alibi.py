@@ -7,7 +7,6 @@ Press et al. 2022, "Train Short, Test Long: Attention with Linear Biases Enables
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import types
 from collections.abc import Callable, Mapping, Sequence
@@ -22,7 +21,7 @@ from composer.algorithms.utils.ported_calls import explain_call
 from composer.algorithms.utils.sequence_length import cut_sequences, scaled_length
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.utils.module_surgery import update_optimizer_params
@@ -441,36 +440,16 @@ class Alibi(Algorithm):
         state.batch = scale_sequence_length(state.batch_dict, self.train_sequence_length_scaling)
 
 
-@hparams
-class AlibiHparams(Hparams):
-    """Config for :class:`Alibi`: the same fields, with defaults for the optional ones.
+AlibiHparams = hparams_for(
+    Alibi,
+    defaults={
+        "mask_replacement_function": None,
+        "heads_per_layer": None,
+        "max_sequence_length": 8192,
+        "train_sequence_length_scaling": 0.25,
+    },
+)
+"""See :class:`Alibi`; the fields are its arguments (YAML key ``alibi``).
 
-    Example:
-        >>> config = AlibiHparams(
-        ...     position_embedding_attribute="wpe",
-        ...     attention_module_name="composer.models.gpt.CausalSelfAttention",
-        ...     attr_to_replace="forward",
-        ...     alibi_attention="composer.algorithms.alibi.policies.gpt_alibi_forward",
-        ... )
-        >>> config.max_sequence_length, config.train_sequence_length_scaling, config.heads_per_layer
-        (8192, 0.25, None)
-        >>> config.initialize_object().max_sequence_length
-        8192
-    """
-
-    position_embedding_attribute: str
-    attention_module_name: str
-    attr_to_replace: str
-    alibi_attention: str
-    mask_replacement_function: str | None = None
-    heads_per_layer: int | None = None
-    max_sequence_length: int = 8192
-    train_sequence_length_scaling: float = 0.25
-
-    def validate(self) -> None:
-        """Checks the numbers as :class:`Alibi` does."""
-        _check_alibi_args(self.heads_per_layer, self.max_sequence_length, self.train_sequence_length_scaling)
-
-    def initialize_object(self) -> Alibi:
-        """Returns the :class:`Alibi` these fields describe."""
-        return Alibi(**dataclasses.asdict(self))
+The seed's defaults for the last four fields.
+"""

@@ -7,7 +7,6 @@ DataLoader workers.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from collections.abc import Sequence
@@ -22,7 +21,7 @@ from composer.algorithms.utils.dataset_transform import add_vision_dataset_trans
 from composer.algorithms.utils.pil_image import as_pil, require_pil
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 
@@ -260,26 +259,5 @@ class AugMix(Algorithm):
         add_vision_dataset_transform(getattr(state.train_dataloader, "dataset", None), self._transform)
 
 
-@hparams
-class AugMixHparams(Hparams):
-    """See :class:`AugMix`.
-
-    Example:
-        >>> AugMixHparams(severity=5).initialize_object()
-        AugMix(severity=5, depth=-1, width=3, alpha=1.0, augmentation_set='all')
-    """
-
-    severity: int = 3
-    depth: int = -1
-    width: int = 3
-    alpha: float = 1.0
-    augmentation_set: str = "all"
-
-    def validate(self) -> None:
-        """Checks the ranges of the fields and the name of the set."""
-        _check_augmix(self.severity, self.depth, self.width, self.alpha)
-        get_augmentation_set(self.augmentation_set)
-
-    def initialize_object(self) -> AugMix:
-        """Builds the :class:`AugMix` algorithm."""
-        return AugMix(**dataclasses.asdict(self))
+AugMixHparams = hparams_for(AugMix)
+"""See :class:`AugMix`; the fields are its arguments (YAML key ``augmix``)."""

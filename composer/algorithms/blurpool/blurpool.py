@@ -9,7 +9,6 @@ layers built on it, :func:`apply_blurpool` puts them into any model, and :class:
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Sequence
 from typing import Any
@@ -22,7 +21,7 @@ from torch.nn.modules.utils import _pair
 from composer.algorithms.utils.ported_calls import explain_call
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.utils.module_surgery import ReplacementPolicy, replace_module_classes
@@ -428,19 +427,8 @@ class BlurPool(Algorithm):
         )
 
 
-@hparams
-class BlurPoolHparams(Hparams):
-    """See :class:`BlurPool`.
+BlurPoolHparams = hparams_for(BlurPool, defaults={"replace_convs": True, "replace_maxpools": True, "blur_first": True})
+"""See :class:`BlurPool`; the fields are its arguments (YAML key ``blurpool``).
 
-    Example:
-        >>> BlurPoolHparams(blur_first=False).initialize_object()
-        BlurPool(replace_convs=True, replace_maxpools=True, blur_first=False)
-    """
-
-    replace_convs: bool = True
-    replace_maxpools: bool = True
-    blur_first: bool = True
-
-    def initialize_object(self) -> BlurPool:
-        """Builds the :class:`BlurPool` algorithm."""
-        return BlurPool(**dataclasses.asdict(self))
+The seed's defaults: every field True.
+"""

@@ -7,7 +7,6 @@ convolutions produce channels-last activations, which the following layers keep.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import warnings
 
@@ -16,7 +15,7 @@ from torch import nn
 
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 
@@ -104,15 +103,5 @@ class ChannelsLast(Algorithm):
         apply_channels_last(state.model)
 
 
-@hparams
-class ChannelsLastHparams(Hparams):
-    """ChannelsLast has no hyperparameters, so this class has no fields. See :class:`ChannelsLast`.
-
-    Example:
-        >>> ChannelsLastHparams().initialize_object()
-        ChannelsLast()
-    """
-
-    def initialize_object(self) -> ChannelsLast:
-        """Builds the :class:`ChannelsLast` algorithm."""
-        return ChannelsLast(**dataclasses.asdict(self))
+ChannelsLastHparams = hparams_for(ChannelsLast)
+"""See :class:`ChannelsLast`; the fields are its arguments (YAML key ``channels_last``)."""

@@ -7,7 +7,6 @@ tensor ``(C, H, W)`` or a PIL image. :class:`ColOutTransform` is the per-sample 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import weakref
 from collections.abc import Callable
@@ -18,7 +17,7 @@ import torch
 
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 
@@ -221,24 +220,5 @@ class ColOut(Algorithm):
             self._wrapped.add(dataset)
 
 
-@hparams
-class ColOutHparams(Hparams):
-    """See :class:`ColOut`.
-
-    Example:
-        >>> ColOutHparams(p_row=0.2).initialize_object()
-        ColOut(p_row=0.2, p_col=0.15, batch=True)
-    """
-
-    p_row: float = 0.15
-    p_col: float = 0.15
-    batch: bool = True
-
-    def validate(self) -> None:
-        """Checks that p_row and p_col lie in [0, 1)."""
-        _check_fraction("p_row", self.p_row)
-        _check_fraction("p_col", self.p_col)
-
-    def initialize_object(self) -> ColOut:
-        """Builds the :class:`ColOut` algorithm."""
-        return ColOut(**dataclasses.asdict(self))
+ColOutHparams = hparams_for(ColOut)
+"""See :class:`ColOut`; the fields are its arguments (YAML key ``colout``)."""

@@ -7,7 +7,6 @@ the model's outputs.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import torch
@@ -20,7 +19,7 @@ from composer.algorithms.mixup.batch_mixing import (
     random_permutation,
 )
 from composer.algorithms.mixup.mixup import _check_alpha, gen_interpolation_lambda
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 
 __all__ = ["CutMix", "CutMixHparams", "cutmix_batch", "cutmix_inputs", "gen_cutmix_bbox"]
 
@@ -235,21 +234,5 @@ class CutMix(MixingAlgorithm):
         return mixed, own_weight, perm
 
 
-@hparams
-class CutMixHparams(Hparams):
-    """See :class:`CutMix`.
-
-    Example:
-        >>> CutMixHparams().initialize_object()
-        CutMix(alpha=1.0)
-    """
-
-    alpha: float = 1.0
-
-    def validate(self) -> None:
-        """Checks that alpha is a finite number >= 0."""
-        _check_alpha(self.alpha, "CutMix")
-
-    def initialize_object(self) -> CutMix:
-        """Builds the :class:`CutMix` algorithm."""
-        return CutMix(**dataclasses.asdict(self))
+CutMixHparams = hparams_for(CutMix)
+"""See :class:`CutMix`; the fields are its arguments (YAML key ``cutmix``)."""

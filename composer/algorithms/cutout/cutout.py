@@ -5,14 +5,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import torch
 
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 
@@ -125,23 +124,5 @@ class CutOut(Algorithm):
         state.batch_pair = (cutout(inputs, self.n_holes, self.length, generator=state.rng), targets)
 
 
-@hparams
-class CutOutHparams(Hparams):
-    """See :class:`CutOut`.
-
-    Example:
-        >>> CutOutHparams(n_holes=1, length=16).initialize_object()
-        CutOut(n_holes=1, length=16)
-    """
-
-    n_holes: int
-    length: int
-
-    def validate(self) -> None:
-        """Checks that n_holes and length are ints >= 0."""
-        _check_count("n_holes", self.n_holes)
-        _check_count("length", self.length)
-
-    def initialize_object(self) -> CutOut:
-        """Builds the :class:`CutOut` algorithm."""
-        return CutOut(**dataclasses.asdict(self))
+CutOutHparams = hparams_for(CutOut)
+"""See :class:`CutOut`; the fields are its arguments (YAML key ``cutout``)."""

@@ -19,7 +19,7 @@ import torch
 from composer.algorithms.composition import check_composition
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.core.time import Time, TimeUnit
@@ -345,24 +345,5 @@ class EMA(Algorithm):
         self._for_eval = False
 
 
-@hparams
-class EMAHparams(Hparams):
-    """See :class:`EMA`.
-
-    Example:
-        >>> EMAHparams(half_life="50ba").initialize_object()
-        EMA(half_life='50ba', smoothing=None, ema_start='0.0dur', update_interval=None)
-    """
-
-    half_life: str | None = None
-    smoothing: float | None = None
-    ema_start: str = "0.0dur"
-    update_interval: str | None = None
-
-    def validate(self) -> None:
-        """Checks that at most one of half_life and smoothing is given, and the times and units."""
-        _resolve(self.half_life, self.smoothing, self.ema_start, self.update_interval)
-
-    def initialize_object(self) -> EMA:
-        """Builds the :class:`EMA` algorithm."""
-        return EMA(**self.to_dict())
+EMAHparams = hparams_for(EMA)
+"""See :class:`EMA`; the fields are its arguments (YAML key ``ema``)."""

@@ -11,7 +11,6 @@ weights by truncated SVD, so the model computes the best rank-``latent`` approxi
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 import torch
@@ -21,7 +20,7 @@ from composer.algorithms.factorize.factorized_layers import FactorizedConv2d, Fa
 from composer.algorithms.factorize.latent_sizes import check_latent, latent_size, max_useful_rank
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.utils.module_surgery import ReplacementPolicy, replace_module_classes
@@ -207,30 +206,5 @@ class Factorize(Algorithm):
             logger.metric_fit({LOG_NUM_LINEAR_REPLACEMENTS_KEY: count})
 
 
-@hparams
-class FactorizeHparams(Hparams):
-    """See :class:`Factorize`.
-
-    Example:
-        >>> FactorizeHparams(min_channels=64).initialize_object()  # doctest: +NORMALIZE_WHITESPACE
-        Factorize(factorize_convs=True, factorize_linears=True, min_channels=64, latent_channels=0.25,
-                  min_features=256, latent_features=128.0)
-    """
-
-    factorize_convs: bool = True
-    factorize_linears: bool = True
-    min_channels: int = 256
-    latent_channels: float = 0.25
-    min_features: int = 256
-    latent_features: float = 128
-
-    def validate(self) -> None:
-        """Checks that the minimum sizes are at least 1 and the latent sizes fractions or whole numbers."""
-        _check_min("min_channels", self.min_channels)
-        _check_min("min_features", self.min_features)
-        check_latent("latent_channels", self.latent_channels)
-        check_latent("latent_features", self.latent_features)
-
-    def initialize_object(self) -> Factorize:
-        """Builds the :class:`Factorize` algorithm."""
-        return Factorize(**dataclasses.asdict(self))
+FactorizeHparams = hparams_for(Factorize)
+"""See :class:`Factorize`; the fields are its arguments (YAML key ``factorize``)."""

@@ -20,7 +20,7 @@ from torch import nn
 from composer.algorithms.gated_linear_units.layers import GatedLinearUnit, GLUFeedForward, check_activation
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.models.gpt import GPTBlock
@@ -271,23 +271,5 @@ class GatedLinearUnits(Algorithm):
         logger.metric_fit({"GatedLinearUnits/num_new_modules": count})
 
 
-@hparams
-class GatedLinearUnitsHparams(Hparams):
-    """See :class:`GatedLinearUnits`.
-
-    Example:
-        >>> GatedLinearUnitsHparams(activation="silu").initialize_object()
-        GatedLinearUnits(activation='silu', multiple_of=8)
-    """
-
-    activation: str = "gelu"
-    multiple_of: int = 8
-
-    def validate(self) -> None:
-        """Checks the activation's name and that ``multiple_of`` is positive."""
-        check_activation(self.activation)
-        _check_multiple_of(self.multiple_of)
-
-    def initialize_object(self) -> GatedLinearUnits:
-        """Builds the :class:`GatedLinearUnits` algorithm."""
-        return GatedLinearUnits(activation=self.activation, multiple_of=self.multiple_of)
+GatedLinearUnitsHparams = hparams_for(GatedLinearUnits)
+"""See :class:`GatedLinearUnits`; the fields are its arguments (YAML key ``gated_linear_units``)."""

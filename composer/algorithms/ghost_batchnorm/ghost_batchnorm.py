@@ -19,7 +19,7 @@ from torch.nn.modules.batchnorm import _BatchNorm
 
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import REQUIRED, hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.utils.module_surgery import ReplacementPolicy, replace_module_classes
@@ -269,21 +269,8 @@ class GhostBatchNorm(Algorithm):
         logger.metric_fit({"GhostBatchNorm/num_new_modules": count})
 
 
-@hparams
-class GhostBatchNormHparams(Hparams):
-    """See :class:`GhostBatchNorm`. ``ghost_batch_size`` is required here.
+GhostBatchNormHparams = hparams_for(GhostBatchNorm, defaults={"ghost_batch_size": REQUIRED})
+"""See :class:`GhostBatchNorm`; the fields are its arguments (YAML key ``ghost_batchnorm``).
 
-    Example:
-        >>> GhostBatchNormHparams(ghost_batch_size=16).initialize_object()
-        GhostBatchNorm(ghost_batch_size=16)
-    """
-
-    ghost_batch_size: int
-
-    def validate(self) -> None:
-        """Checks that ``ghost_batch_size`` is positive."""
-        _check_ghost_batch_size(self.ghost_batch_size)
-
-    def initialize_object(self) -> GhostBatchNorm:
-        """Builds the :class:`GhostBatchNorm` algorithm."""
-        return GhostBatchNorm(ghost_batch_size=self.ghost_batch_size)
+``ghost_batch_size`` is required here, as in the seed.
+"""

@@ -13,7 +13,7 @@ import torch
 
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 
@@ -156,22 +156,5 @@ class GradientClipping(Algorithm):
         apply_gradient_clipping(state.model, self.clipping_type, self.clipping_threshold)
 
 
-@hparams
-class GradientClippingHparams(Hparams):
-    """See :class:`GradientClipping`.
-
-    Example:
-        >>> GradientClippingHparams(clipping_type="norm", clipping_threshold=1.0).initialize_object()
-        GradientClipping(clipping_type='norm', clipping_threshold=1.0)
-    """
-
-    clipping_type: str
-    clipping_threshold: float
-
-    def validate(self) -> None:
-        """Checks the method name and that the threshold is positive."""
-        _check_args(self.clipping_type, self.clipping_threshold)
-
-    def initialize_object(self) -> GradientClipping:
-        """Builds the :class:`GradientClipping`."""
-        return GradientClipping(**self.to_dict())
+GradientClippingHparams = hparams_for(GradientClipping)
+"""See :class:`GradientClipping`; the fields are its arguments (YAML key ``gradient_clipping``)."""

@@ -20,7 +20,7 @@ from torch import nn
 
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.core.time import TimeUnit
@@ -327,23 +327,5 @@ class GyroDropout(Algorithm):
                 module.iteration = int(state.timer.batch)
 
 
-@hparams
-class GyroDropoutHparams(Hparams):
-    """See :class:`GyroDropout`.
-
-    Example:
-        >>> GyroDropoutHparams(p=0.3, sigma=128, tau=8).initialize_object()
-        GyroDropout(p=0.3, sigma=128, tau=8)
-    """
-
-    p: float = 0.5
-    sigma: int = 256
-    tau: int = 16
-
-    def validate(self) -> None:
-        """Checks that ``p`` is in [0, 1) and that ``1 <= tau <= sigma``."""
-        _check(self.p, self.sigma, self.tau)
-
-    def initialize_object(self) -> GyroDropout:
-        """Builds the :class:`GyroDropout` algorithm."""
-        return GyroDropout(p=self.p, sigma=self.sigma, tau=self.tau)
+GyroDropoutHparams = hparams_for(GyroDropout)
+"""See :class:`GyroDropout`; the fields are its arguments (YAML key ``gyro_dropout``)."""

@@ -6,7 +6,6 @@ them into the batch just before the loss and puts the original targets back just
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import torch
@@ -14,7 +13,7 @@ import torch
 from composer.algorithms.utils.ported_calls import explain_call
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 
@@ -152,21 +151,5 @@ class LabelSmoothing(Algorithm):
             self._original_targets = None
 
 
-@hparams
-class LabelSmoothingHparams(Hparams):
-    """See :class:`LabelSmoothing`.
-
-    Example:
-        >>> LabelSmoothingHparams(alpha=0.1).initialize_object()
-        LabelSmoothing(alpha=0.1)
-    """
-
-    alpha: float
-
-    def validate(self) -> None:
-        """Checks that alpha lies in [0, 1]."""
-        _check_alpha(self.alpha)
-
-    def initialize_object(self) -> LabelSmoothing:
-        """Builds the :class:`LabelSmoothing` algorithm."""
-        return LabelSmoothing(**dataclasses.asdict(self))
+LabelSmoothingHparams = hparams_for(LabelSmoothing)
+"""See :class:`LabelSmoothing`; the fields are its arguments (YAML key ``label_smoothing``)."""

@@ -6,7 +6,6 @@ it at the end of every epoch.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -14,7 +13,7 @@ import torch
 
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 
@@ -229,23 +228,5 @@ class LayerFreezing(Algorithm):
         )
 
 
-@hparams
-class LayerFreezingHparams(Hparams):
-    """See :class:`LayerFreezing`.
-
-    Example:
-        >>> LayerFreezingHparams(freeze_start=0.25).initialize_object()
-        LayerFreezing(freeze_start=0.25, freeze_level=1.0)
-    """
-
-    freeze_start: float = 0.5
-    freeze_level: float = 1.0
-
-    def validate(self) -> None:
-        """Checks that both fractions lie in [0, 1]."""
-        _check_fraction("freeze_start", self.freeze_start)
-        _check_fraction("freeze_level", self.freeze_level)
-
-    def initialize_object(self) -> LayerFreezing:
-        """Builds the :class:`LayerFreezing` algorithm."""
-        return LayerFreezing(**dataclasses.asdict(self))
+LayerFreezingHparams = hparams_for(LayerFreezing)
+"""See :class:`LayerFreezing`; the fields are its arguments (YAML key ``layer_freezing``)."""

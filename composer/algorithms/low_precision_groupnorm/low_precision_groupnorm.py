@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from composer.algorithms.utils.low_precision import LowPrecisionNormAlgorithm, norm_in_autocast_dtype, swap_norms
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 
 __all__ = [
     "LowPrecisionGroupNorm",
@@ -136,15 +136,5 @@ class LowPrecisionGroupNorm(LowPrecisionNormAlgorithm):
         apply_low_precision_groupnorm(model)
 
 
-@hparams
-class LowPrecisionGroupNormHparams(Hparams):
-    """See :class:`LowPrecisionGroupNorm` (no fields).
-
-    Example:
-        >>> LowPrecisionGroupNormHparams().initialize_object()
-        LowPrecisionGroupNorm()
-    """
-
-    def initialize_object(self) -> LowPrecisionGroupNorm:
-        """Builds the :class:`LowPrecisionGroupNorm` algorithm."""
-        return LowPrecisionGroupNorm()
+LowPrecisionGroupNormHparams = hparams_for(LowPrecisionGroupNorm)
+"""See :class:`LowPrecisionGroupNorm`; the fields are its arguments (YAML key ``low_precision_groupnorm``)."""

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from composer.algorithms.utils.low_precision import LowPrecisionNormAlgorithm, norm_in_autocast_dtype, swap_norms
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 
 __all__ = [
     "LowPrecisionLayerNorm",
@@ -138,15 +138,5 @@ class LowPrecisionLayerNorm(LowPrecisionNormAlgorithm):
         apply_low_precision_layernorm(model)
 
 
-@hparams
-class LowPrecisionLayerNormHparams(Hparams):
-    """See :class:`LowPrecisionLayerNorm` (no fields).
-
-    Example:
-        >>> LowPrecisionLayerNormHparams().initialize_object()
-        LowPrecisionLayerNorm()
-    """
-
-    def initialize_object(self) -> LowPrecisionLayerNorm:
-        """Builds the :class:`LowPrecisionLayerNorm` algorithm."""
-        return LowPrecisionLayerNorm()
+LowPrecisionLayerNormHparams = hparams_for(LowPrecisionLayerNorm)
+"""See :class:`LowPrecisionLayerNorm`; the fields are its arguments (YAML key ``low_precision_layernorm``)."""

@@ -7,7 +7,6 @@ Trainer, reading the class count from the model's outputs.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
@@ -21,7 +20,7 @@ from composer.algorithms.mixup.batch_mixing import (
     mix_targets,
     random_permutation,
 )
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 
 __all__ = ["MixUp", "MixUpHparams", "gen_interpolation_lambda", "mixup_batch", "mixup_inputs"]
 
@@ -206,21 +205,5 @@ class MixUp(MixingAlgorithm):
         return mixup_inputs(inputs, lam, perm), lam, perm
 
 
-@hparams
-class MixUpHparams(Hparams):
-    """See :class:`MixUp`.
-
-    Example:
-        >>> MixUpHparams(alpha=0.2).initialize_object()
-        MixUp(alpha=0.2)
-    """
-
-    alpha: float
-
-    def validate(self) -> None:
-        """Checks that alpha is a finite number >= 0."""
-        _check_alpha(self.alpha)
-
-    def initialize_object(self) -> MixUp:
-        """Builds the :class:`MixUp` algorithm."""
-        return MixUp(**dataclasses.asdict(self))
+MixUpHparams = hparams_for(MixUp)
+"""See :class:`MixUp`; the fields are its arguments (YAML key ``mixup``)."""

@@ -20,7 +20,7 @@ from torch import nn
 from composer.core.algorithm import Algorithm
 from composer.core.data_spec import Batch
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.models.base import ComposerModel
@@ -172,15 +172,5 @@ class NoOpModel(Algorithm):
             state.model = no_op_model(state.model)  # type: ignore[arg-type]  # the Trainer's model is a ComposerModel
 
 
-@hparams
-class NoOpModelHparams(Hparams):
-    """See :class:`NoOpModel`.
-
-    Example:
-        >>> NoOpModelHparams().initialize_object()
-        NoOpModel()
-    """
-
-    def initialize_object(self) -> NoOpModel:
-        """Builds the :class:`NoOpModel` algorithm."""
-        return NoOpModel()
+NoOpModelHparams = hparams_for(NoOpModel)
+"""See :class:`NoOpModel`; the fields are its arguments (YAML key ``no_op_model``)."""

@@ -6,14 +6,12 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import torch
 import torch.nn.functional as F
 
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 
@@ -340,32 +338,5 @@ def _is_compiled(model: torch.nn.Module) -> bool:
     return getattr(model, "_compiled_call_impl", None) is not None
 
 
-@hparams
-class ProgressiveResizingHparams(Hparams):
-    """See :class:`ProgressiveResizing`. The first four fields are the original Composer API's; ``size_multiple`` and
-    ``scale_buckets`` come after them.
-
-    Example:
-        >>> ProgressiveResizingHparams(mode="crop").initialize_object()
-        ProgressiveResizing(mode='crop', initial_scale=0.5, finetune_fraction=0.2, resize_targets=False, size_multiple=1, scale_buckets=None)
-    """
-
-    mode: str = "resize"
-    initial_scale: float = 0.5
-    finetune_fraction: float = 0.2
-    resize_targets: bool = False
-    size_multiple: int = 1
-    scale_buckets: int | None = None
-
-    def validate(self) -> None:
-        """Checks the mode name, that both fractions lie in [0, 1], that ``size_multiple`` is positive and
-        ``scale_buckets`` None, 0 or at least 2."""
-        _check_mode(self.mode)
-        _check_fraction("initial_scale", self.initial_scale)
-        _check_fraction("finetune_fraction", self.finetune_fraction)
-        _check_size_multiple(self.size_multiple)
-        _check_buckets("scale_buckets", self.scale_buckets, zero=True)
-
-    def initialize_object(self) -> ProgressiveResizing:
-        """Builds the :class:`ProgressiveResizing` algorithm."""
-        return ProgressiveResizing(**dataclasses.asdict(self))
+ProgressiveResizingHparams = hparams_for(ProgressiveResizing)
+"""See :class:`ProgressiveResizing`; the fields are its arguments (YAML key ``progressive_resizing``)."""

@@ -7,7 +7,6 @@ the DataLoader workers.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +19,7 @@ from composer.algorithms.utils.dataset_transform import add_vision_dataset_trans
 from composer.algorithms.utils.pil_image import as_pil, require_pil
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 
@@ -205,24 +204,5 @@ class RandAugment(Algorithm):
         add_vision_dataset_transform(getattr(state.train_dataloader, "dataset", None), self._transform)
 
 
-@hparams
-class RandAugmentHparams(Hparams):
-    """See :class:`RandAugment`.
-
-    Example:
-        >>> RandAugmentHparams(depth=1).initialize_object()
-        RandAugment(severity=9, depth=1, augmentation_set='all')
-    """
-
-    severity: int = 9
-    depth: int = 2
-    augmentation_set: str = "all"
-
-    def validate(self) -> None:
-        """Checks the ranges of the fields and the name of the set."""
-        _check_randaugment(self.severity, self.depth)
-        get_augmentation_set(self.augmentation_set)
-
-    def initialize_object(self) -> RandAugment:
-        """Builds the :class:`RandAugment` algorithm."""
-        return RandAugment(**dataclasses.asdict(self))
+RandAugmentHparams = hparams_for(RandAugment)
+"""See :class:`RandAugment`; the fields are its arguments (YAML key ``randaugment``)."""

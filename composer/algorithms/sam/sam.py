@@ -15,7 +15,7 @@ import torch
 
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.precision import Precision
 from composer.core.state import State
@@ -227,23 +227,5 @@ class SAM(Algorithm):
             state.optimizers = [SAMOptimizer(state.optimizers[0], self.rho, self.epsilon, self.interval)]
 
 
-@hparams
-class SAMHparams(Hparams):
-    """See :class:`SAM`.
-
-    Example:
-        >>> SAMHparams(rho=0.1).initialize_object()
-        SAM(rho=0.1, epsilon=1e-12, interval=1)
-    """
-
-    rho: float = 0.05
-    epsilon: float = 1e-12
-    interval: int = 1
-
-    def validate(self) -> None:
-        """Checks that rho is positive, epsilon non-negative and interval a positive integer."""
-        _check_args(self.rho, self.epsilon, self.interval)
-
-    def initialize_object(self) -> SAM:
-        """Builds the :class:`SAM` algorithm."""
-        return SAM(**self.to_dict())
+SAMHparams = hparams_for(SAM)
+"""See :class:`SAM`; the fields are its arguments (YAML key ``sam``)."""

@@ -24,7 +24,7 @@ from torch.optim.lr_scheduler import (
 
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 
@@ -206,23 +206,5 @@ class ScaleSchedule(Algorithm):
         self._scaled = [int(i) for i in state.get("scaled_schedulers", [])]
 
 
-@hparams
-class ScaleScheduleHparams(Hparams):
-    """See :class:`ScaleSchedule`.
-
-    Example:
-        >>> ScaleScheduleHparams(ratio=0.5).initialize_object()
-        ScaleSchedule(ratio=0.5, method='epoch')
-    """
-
-    ratio: float
-    method: str = "epoch"
-
-    def validate(self) -> None:
-        """Checks that the ratio is positive and the method supported."""
-        _check_ratio("ratio", self.ratio)
-        _check_method(self.method)
-
-    def initialize_object(self) -> ScaleSchedule:
-        """Builds the :class:`ScaleSchedule`."""
-        return ScaleSchedule(**self.to_dict())
+ScaleScheduleHparams = hparams_for(ScaleSchedule)
+"""See :class:`ScaleSchedule`; the fields are its arguments (YAML key ``scale_schedule``)."""

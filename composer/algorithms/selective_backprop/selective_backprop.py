@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.precision import Precision
 from composer.core.state import State
@@ -319,25 +319,5 @@ class SelectiveBackprop(Algorithm):
         state.batch_pair = (X, y)
 
 
-@hparams
-class SelectiveBackpropHparams(Hparams):
-    """See :class:`SelectiveBackprop`.
-
-    Example:
-        >>> SelectiveBackpropHparams(start=0.5, end=0.9, keep=0.5, scale_factor=0.5, interrupt=2).initialize_object()
-        SelectiveBackprop(start=0.5, end=0.9, keep=0.5, scale_factor=0.5, interrupt=2)
-    """
-
-    start: float
-    end: float
-    keep: float
-    scale_factor: float
-    interrupt: int
-
-    def validate(self) -> None:
-        """Checks the interval, the fractions and ``interrupt``."""
-        _check_args(self.start, self.end, self.keep, self.scale_factor, self.interrupt)
-
-    def initialize_object(self) -> SelectiveBackprop:
-        """Builds the :class:`SelectiveBackprop` algorithm."""
-        return SelectiveBackprop(self.start, self.end, self.keep, self.scale_factor, self.interrupt)
+SelectiveBackpropHparams = hparams_for(SelectiveBackprop)
+"""See :class:`SelectiveBackprop`; the fields are its arguments (YAML key ``selective_backprop``)."""

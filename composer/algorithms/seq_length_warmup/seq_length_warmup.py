@@ -8,7 +8,6 @@ is quadratic in length) and stabilise large learning rates; the length grows to 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -18,7 +17,7 @@ import torch
 from composer.algorithms.utils.sequence_length import batch_input_ids, check_positive_int, cut_sequences, scaled_length
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 
@@ -248,25 +247,5 @@ class SeqLengthWarmup(Algorithm):
             optimizer.zero_grad(set_to_none=True)
 
 
-@hparams
-class SeqLengthWarmupHparams(Hparams):
-    """Config for :class:`SeqLengthWarmup`; the fields are its arguments, with the same defaults.
-
-    Example:
-        >>> SeqLengthWarmupHparams(max_seq_length=512).initialize_object()
-        SeqLengthWarmup(duration=0.3, min_seq_length=8, max_seq_length=512, step_size=8, truncate=True)
-    """
-
-    duration: float = 0.3
-    min_seq_length: int = 8
-    max_seq_length: int = 1024
-    step_size: int = 8
-    truncate: bool = True
-
-    def validate(self) -> None:
-        """Checks the fields as :class:`SeqLengthWarmup` does."""
-        _check_warmup(self.duration, self.min_seq_length, self.max_seq_length, self.step_size)
-
-    def initialize_object(self) -> SeqLengthWarmup:
-        """Returns the :class:`SeqLengthWarmup` these fields describe."""
-        return SeqLengthWarmup(**dataclasses.asdict(self))
+SeqLengthWarmupHparams = hparams_for(SeqLengthWarmup)
+"""See :class:`SeqLengthWarmup`; the fields are its arguments (YAML key ``seq_length_warmup``)."""

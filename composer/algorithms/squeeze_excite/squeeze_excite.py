@@ -9,7 +9,6 @@ convolutions and :class:`SqueezeExcite` does that at ``Event.INIT``.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,7 +17,7 @@ from torch import nn
 
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.utils.module_surgery import replace_module_classes
@@ -204,23 +203,5 @@ class SqueezeExcite(Algorithm):
         logger.metric_fit({"squeeze_excite/num_squeeze_excite_layers": count})
 
 
-@hparams
-class SqueezeExciteHparams(Hparams):
-    """See :class:`SqueezeExcite`.
-
-    Example:
-        >>> SqueezeExciteHparams(min_channels=256).initialize_object()
-        SqueezeExcite(latent_channels=64.0, min_channels=256)
-    """
-
-    latent_channels: float = 64
-    min_channels: int = 128
-
-    def validate(self) -> None:
-        """Checks that ``latent_channels`` is positive and ``min_channels`` non-negative."""
-        _check_latent_channels(self.latent_channels)
-        _check_min_channels(self.min_channels)
-
-    def initialize_object(self) -> SqueezeExcite:
-        """Builds the :class:`SqueezeExcite` algorithm."""
-        return SqueezeExcite(**dataclasses.asdict(self))
+SqueezeExciteHparams = hparams_for(SqueezeExcite)
+"""See :class:`SqueezeExcite`; the fields are its arguments (YAML key ``squeeze_excite``)."""

@@ -8,7 +8,6 @@ can warm the drop rate up over the start of training.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
@@ -25,7 +24,7 @@ from composer.algorithms.stochastic_depth.stochastic_layers import (
 )
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.models.resnet import BasicBlock, Bottleneck
@@ -384,30 +383,18 @@ class StochasticDepth(Algorithm):
             self._generator.set_state(state["generator"])
 
 
-@hparams
-class StochasticDepthHparams(Hparams):
-    """See :class:`StochasticDepth`. (The fields come in the order the seed gives them.)
+StochasticDepthHparams = hparams_for(
+    StochasticDepth,
+    order=[
+        "stochastic_method",
+        "target_layer_name",
+        "drop_rate",
+        "drop_distribution",
+        "use_same_gpu_seed",
+        "drop_warmup",
+    ],
+)
+"""See :class:`StochasticDepth`; the fields are its arguments (YAML key ``stochastic_depth``).
 
-    Example:
-        >>> StochasticDepthHparams(stochastic_method="sample", target_layer_name="ResNetBottleneck").initialize_object()
-        StochasticDepth(stochastic_method='sample', target_layer_name='ResNetBottleneck', drop_rate=0.2, drop_distribution='linear', drop_warmup=0.0, use_same_gpu_seed=True)
-    """
-
-    stochastic_method: str
-    target_layer_name: str
-    drop_rate: float = 0.2
-    drop_distribution: str = "linear"
-    use_same_gpu_seed: bool = True
-    drop_warmup: float = 0.0
-
-    def validate(self) -> None:
-        """Checks every field against its allowed values."""
-        _check_stochastic_method(self.stochastic_method)
-        _check_target_layer_name(self.target_layer_name)
-        _check_drop_rate(self.drop_rate)
-        _check_drop_distribution(self.drop_distribution)
-        _check_drop_rate(self.drop_warmup, name="drop_warmup")
-
-    def initialize_object(self) -> StochasticDepth:
-        """Builds the :class:`StochasticDepth` algorithm."""
-        return StochasticDepth(**dataclasses.asdict(self))
+The seed's order: ``use_same_gpu_seed`` before ``drop_warmup``.
+"""

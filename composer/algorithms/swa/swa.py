@@ -20,7 +20,7 @@ import torch
 
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 
@@ -337,23 +337,5 @@ class SWA(Algorithm):
         self._training_weights = dict(state.get("training_weights") or {}) or None
 
 
-@hparams
-class SWAHparams(Hparams):
-    """See :class:`SWA`.
-
-    Example:
-        >>> SWAHparams(swa_start=0.75, swa_lr=0.05).initialize_object()
-        SWA(swa_start=0.75, anneal_epochs=10, swa_lr=0.05)
-    """
-
-    swa_start: float = 0.8
-    anneal_epochs: int = 10
-    swa_lr: float | None = None
-
-    def validate(self) -> None:
-        """Checks that swa_start is in [0, 1], anneal_epochs non-negative and swa_lr positive (or None)."""
-        _check_args(self.swa_start, self.anneal_epochs, self.swa_lr)
-
-    def initialize_object(self) -> SWA:
-        """Builds the :class:`SWA` algorithm."""
-        return SWA(**self.to_dict())
+SWAHparams = hparams_for(SWA)
+"""See :class:`SWA`; the fields are its arguments (YAML key ``swa``)."""

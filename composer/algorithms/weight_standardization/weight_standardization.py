@@ -11,7 +11,6 @@ parametrization, :func:`apply_weight_standardization` registers it on a model's 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import torch
@@ -20,7 +19,7 @@ from torch.nn.utils import parametrize
 
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 
@@ -187,23 +186,5 @@ class WeightStandardization(Algorithm):
         logger.metric_fit({"weight_standardization/num_standardized_convs": _num_standardized(state.model)})
 
 
-@hparams
-class WeightStandardizationHparams(Hparams):
-    """See :class:`WeightStandardization`.
-
-    Example:
-        >>> WeightStandardizationHparams(n_last_layers_ignore=1).initialize_object()
-        WeightStandardization(n_last_layers_ignore=1, eps=1e-05)
-    """
-
-    n_last_layers_ignore: int = 0
-    eps: float = 1e-5
-
-    def validate(self) -> None:
-        """Checks that ``n_last_layers_ignore`` and ``eps`` are non-negative."""
-        _check_ignore(self.n_last_layers_ignore)
-        _check_eps(self.eps)
-
-    def initialize_object(self) -> WeightStandardization:
-        """Builds the :class:`WeightStandardization` algorithm."""
-        return WeightStandardization(**dataclasses.asdict(self))
+WeightStandardizationHparams = hparams_for(WeightStandardization)
+"""See :class:`WeightStandardization`; the fields are its arguments (YAML key ``weight_standardization``)."""
