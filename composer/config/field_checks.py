@@ -34,7 +34,7 @@ import pydantic.fields
 
 from composer.algorithms.composition import composition_problems
 from composer.config.config_error import ConfigError
-from composer.core.hparams import Hparams
+from composer.core.hparams import Hparams, recipe_annotation
 from composer.core.precision import Precision
 from composer.core.time import Time, TimeUnit
 
@@ -71,11 +71,17 @@ def _adapter(cls: type[Hparams], name: str) -> tuple[pydantic.TypeAdapter[Any], 
     type is numeric."""
     field = _fields(cls)[name]
     annotation = field.rebuild_annotation()
+    strict = bool(getattr(cls, "__pydantic_config__", {}).get("strict"))  # as the class checks it
     adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(
-        annotation, config=pydantic.ConfigDict(arbitrary_types_allowed=True)
+        annotation, config=pydantic.ConfigDict(arbitrary_types_allowed=True, strict=strict)
     )
     members = _members(annotation)
-    return adapter, " or ".join(_type_name(member) for member in members), any(m in _NUMBERS for m in members)
+    # In words, the types a recipe can write (a Time, a device or a callable is for Python callers).
+    plain = recipe_annotation(annotation).replace("None", "null").split(" | ")
+    if strict and "float" in plain and "int" not in plain:
+        plain.insert(plain.index("float") + 1, "int")  # a strict float takes an int too
+    words = " or ".join(plain) if plain != ["Any"] else " or ".join(_type_name(member) for member in members)
+    return adapter, words, any(m in _NUMBERS for m in members)
 
 
 def _members(annotation: Any) -> list[Any]:

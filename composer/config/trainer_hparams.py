@@ -50,12 +50,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, Self, TypeVar
 
-from pydantic import StrictBool, StrictFloat, StrictInt, StrictStr
+from pydantic import StrictInt
 
 from composer.callbacks import CALLBACK_HPARAMS
 from composer.config.config_error import ConfigError, suggest
@@ -65,14 +64,20 @@ from composer.config.from_model import fill_from_model
 from composer.config.models import ModelHparams
 from composer.config.recipe_schema import check_registered, one_entry, set_entries
 from composer.config.registry import ALGORITHM_HPARAMS, DATASETS, MODELS
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import Hparams, derive_fields
 from composer.loggers import LOGGER_HPARAMS
 from composer.optim.optimizer_hparams import OPTIMIZERS, OptimizerHparams
 from composer.optim.scheduler import SCHEDULERS, SchedulerHparams
+from composer.trainer import Trainer
 
 __all__ = ["TrainerHparams"]
 
 _T = TypeVar("_T")
+
+# The fields written out in TrainerHparams, after the four it starts with: what a recipe adds to the Trainer.
+# The Trainer's arguments a recipe builds from other keys (the datasets, the optimizer).
+_NOT_FIELDS = ("train_dataloader", "eval_dataloader", "optimizers")
+_WRITTEN = ("eval_dataset", "eval_batch_size", "optimizer", "schedulers", "algorithms", "callbacks", "loggers")
 
 # Field -> (registry, the noun an error message uses) for fields that pick one class ...
 _ONE_OF: dict[str, tuple[Mapping[str, type[Hparams]], str]] = {
@@ -193,18 +198,28 @@ def _build(path: str, make: Callable[[], _T]) -> _T:
         raise ConfigError(path, f"building it fails with {type(error).__name__}: {error}") from None
 
 
-@hparams
+@derive_fields(
+    Trainer,
+    exclude=("train_dataloader", "eval_dataloader", "optimizers"),  # _NOT_FIELDS, literal for the torch-free view
+    order=("model", "train_dataset", "train_batch_size", "max_duration", *_WRITTEN, "seed"),
+    strict=True,
+)
 class TrainerHparams(Hparams):
     """The config of a whole training run; :meth:`initialize_object` builds the :class:`~composer.trainer.Trainer`.
 
     Load one from YAML with :func:`~composer.config.load_recipe` (which applies command-line overrides), or from a
     dict with :meth:`from_dict`. See the module docstring for the YAML form of the polymorphic fields.
 
+    The fields written here are what a recipe adds to the Trainer: the model, the datasets and their batch sizes, and
+    the optimizer and the methods by registry name. Every other field is a keyword argument of
+    :class:`~composer.trainer.Trainer` with the same name, default and doc, derived from its signature
+    (:func:`~composer.core.hparams.derive_fields`); a new keyword of the Trainer is a recipe key with no other edit.
+    Values are checked strictly: a bool is not a number and ``'3'`` not an int.
+
     Args:
         model: The model (``{simple_cnn: {...}}``; see ``composer list``).
         train_dataset: The training data (``{digits: {image_size: 32}}``).
         train_batch_size: Samples per training batch.
-        max_duration: How long to train (``'10ep'``, ``'500ba'``, ...; an integer means epochs).
         eval_dataset: The evaluation data, or None.
         eval_batch_size: Samples per evaluation batch. Default: ``train_batch_size``.
         optimizer: The optimizer (``{decoupled_sgdw: {lr: 0.1}}``). Default: the Trainer's (DecoupledSGDW, lr 0.1).
@@ -213,31 +228,11 @@ class TrainerHparams(Hparams):
             the entry gives none (:mod:`composer.config.from_model`).
         callbacks: Callbacks by name.
         loggers: Logger destinations by name.
-        seed: Seeds the model's initialization, the data order and every method's random draws. Default: random.
-
-    The remaining fields are the Trainer's keyword arguments of the same names, with the same defaults: ``device``,
-    ``precision``, ``grad_accum``, ``grad_clip_norm``, ``scale_schedule_ratio``, ``step_schedulers_every_batch``,
-    ``eval_interval``, ``eval_at_fit_end``, ``eval_subset_num_batches``, ``train_subset_num_batches``,
-    ``deterministic_mode``, ``progress_bar``, ``log_to_console``, ``console_log_interval``, and the checkpointing
-    arguments ``run_name``, ``save_folder``, ``save_filename``, ``save_latest_filename``, ``save_interval``,
-    ``save_num_checkpoints_to_keep``,
-    ``save_overwrite``, ``save_weights_only``, ``load_path``, ``load_weights_only``, ``load_strict_model_weights``,
-    ``load_ignore_keys``, ``autoresume``, ``storage_options`` and ``on_upload_failure`` (for ``s3://`` locations),
-    and for runs launched on several processes ``dist_timeout``, ``ddp_sync_strategy``, ``find_unused_parameters``
-    and ``fsdp_config`` (a mapping of :class:`~composer.distributed.fsdp.FSDPConfig` fields); and ``check_finite`` (stop
-    on a NaN or infinite loss and never checkpoint non-finite weights; false for runs that handle them themselves);
-    and ``profiler`` (true, or a mapping of :class:`~composer.profiler.profiler.Profiler` fields: ``{active: 3,
-    folder: prof/{run_name}}``); and
-    ``compile_config`` (true, or a mapping of ``torch.compile`` options such as ``{backend: inductor, mode:
-    max-autotune}``, to compile the model's forward; see :mod:`composer.trainer.compilation`); and
-    ``preemption_grace_period`` (seconds, after a SIGTERM, to save and upload a checkpoint before ``fit`` stops) and
-    ``handle_sigint`` (false: Ctrl-C interrupts at once, saving nothing); see :mod:`composer.trainer.preemption`.
     """
 
     model: ModelHparams
     train_dataset: DatasetHparams
     train_batch_size: StrictInt
-    max_duration: StrictStr | StrictInt
     eval_dataset: DatasetHparams | None = None
     eval_batch_size: StrictInt | None = None
     optimizer: OptimizerHparams | None = None
@@ -245,45 +240,6 @@ class TrainerHparams(Hparams):
     algorithms: dict[str, Hparams] = dataclasses.field(default_factory=dict)
     callbacks: dict[str, Hparams] = dataclasses.field(default_factory=dict)
     loggers: dict[str, Hparams] = dataclasses.field(default_factory=dict)
-    seed: StrictInt | None = None
-    device: str | None = None
-    precision: str = "fp32"
-    grad_accum: StrictInt | StrictStr = 1  # or 'auto': see composer.distributed.microbatching
-    grad_clip_norm: StrictFloat | StrictInt | None = None
-    scale_schedule_ratio: StrictFloat | StrictInt = 1.0
-    step_schedulers_every_batch: bool = True
-    eval_interval: StrictStr | StrictInt = 1
-    eval_at_fit_end: bool = True
-    eval_subset_num_batches: StrictInt | None = None
-    train_subset_num_batches: StrictInt | None = None
-    deterministic_mode: bool = False
-    progress_bar: bool = True
-    log_to_console: bool = False
-    console_log_interval: StrictStr | StrictInt | None = None
-    run_name: str | None = None
-    save_folder: str | None = None
-    save_filename: str = "ep{epoch}-ba{batch}-rank{rank}.pt"
-    save_latest_filename: str | None = "latest-rank{rank}.pt"
-    save_interval: StrictStr | StrictInt = "1ep"
-    save_num_checkpoints_to_keep: StrictInt = -1
-    save_overwrite: bool = False
-    save_weights_only: bool = False
-    preemption_grace_period: StrictFloat | StrictInt = 20.0
-    handle_sigint: bool = True
-    load_path: str | None = None
-    load_weights_only: bool = False
-    load_strict_model_weights: bool = True
-    load_ignore_keys: list[str] | None = None
-    autoresume: bool = False
-    storage_options: dict[str, Any] | None = None
-    on_upload_failure: str = "raise"
-    dist_timeout: StrictFloat | StrictInt = 300.0
-    ddp_sync_strategy: str = "single_auto_sync"
-    find_unused_parameters: bool | None = None
-    fsdp_config: dict[str, Any] | None = None
-    check_finite: bool = True
-    profiler: dict[str, Any] | bool | None = None
-    compile_config: StrictBool | dict[str, Any] | None = None
 
     def validate(self) -> None:
         """Checks sizes, ranges, times, names, the methods' composition, and each named entry's class.
@@ -351,6 +307,21 @@ class TrainerHparams(Hparams):
         except ValueError as error:  # a check that only the whole config can make
             raise ConfigError("", str(error)) from None
 
+    @classmethod
+    def for_trainer(cls, trainer_class: type[Trainer]) -> type[TrainerHparams]:
+        """The config of a subclass of the Trainer: its keyword arguments that this class lacks become fields.
+
+        Args:
+            trainer_class: A subclass of :class:`~composer.trainer.Trainer`; each keyword argument it adds (signature
+                and docstring) becomes a recipe key with its type, default and doc.
+
+        Returns:
+            A subclass of this config whose :meth:`initialize_object` builds ``trainer_class``.
+        """
+        namespace = {"__module__": trainer_class.__module__, "__qualname__": f"{trainer_class.__name__}Hparams"}
+        config_class = type(f"{trainer_class.__name__}Hparams", (cls,), namespace)
+        return derive_fields(trainer_class, exclude=_NOT_FIELDS, strict=True)(config_class)
+
     def to_dict(self) -> dict[str, Any]:
         """Returns the recipe as plain values in the YAML form (registry names as keys), so ``from_dict`` reads it.
 
@@ -389,7 +360,6 @@ class TrainerHparams(Hparams):
                 format, a missing optional package, a model that does not fit its data), each at its key path.
         """
         from composer.config.dry_run import fit_problems, method_extremes, method_limits, method_surgery
-        from composer.trainer import Trainer
         from composer.utils.seeding import new_seed, seed_all
 
         seed = new_seed() if self.seed is None else self.seed
@@ -447,11 +417,11 @@ class TrainerHparams(Hparams):
         if problems:
             raise ConfigError.combine(problems)
         assert model is not None and train_data is not None  # else a problem was raised above
-        kwargs = self._trainer_kwargs(inspect.signature(Trainer).parameters)
+        kwargs, trainer_class = self._trainer_kwargs(), type(self).target
         try:
             return _build(
                 "",
-                lambda: Trainer(
+                lambda: trainer_class(
                     model=model,
                     train_dataloader=train_data,
                     eval_dataloader=eval_data,
@@ -502,19 +472,7 @@ class TrainerHparams(Hparams):
         config_class = type(getattr(self, field))
         return f"{field}.{next(name for name, cls in _ONE_OF[field][0].items() if cls is config_class)}"
 
-    def _trainer_kwargs(self, parameters: Mapping[str, inspect.Parameter]) -> dict[str, Any]:
-        """The fields passed to the Trainer as they are; one set away from its default must exist on the Trainer."""
+    def _trainer_kwargs(self) -> dict[str, Any]:
+        """The fields the Trainer takes as they are (the model, data, optimizer, seed and sets are built first)."""
         handled = {"model", "train_dataset", "train_batch_size", "eval_dataset", "eval_batch_size", "optimizer", "seed"}
-        handled |= set(_SETS)
-        kwargs: dict[str, Any] = {}
-        for field in dataclasses.fields(self):
-            if field.name in handled:
-                continue
-            value = getattr(self, field.name)
-            if field.name in parameters:
-                kwargs[field.name] = value
-            elif value != field.default:
-                raise ConfigError(
-                    field.name, f"this version of the Trainer has no argument {field.name!r}; remove the key."
-                )
-        return kwargs
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in handled | set(_SETS)}

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
+from typing import Any
 
 import pytest
 
 from composer.config import ConfigError, TrainerHparams, load_recipe, to_yaml
 from composer.config.trainer_hparams import _SETS
+from composer.core.hparams import field_docs
 from composer.trainer import Trainer
 
 TINY = {
@@ -154,3 +157,50 @@ def test_compile_config_reaches_the_trainer_and_its_mistakes_are_located():
         TrainerHparams.from_dict({**TINY, "compile_config": {"backnd": "eager"}}).initialize_object()
     with pytest.raises(ConfigError, match=r"^compile_config: received 'yes'"):
         TrainerHparams.from_dict({**TINY, "compile_config": "yes"})
+
+
+class LoudTrainer(Trainer):
+    """A Trainer with one keyword more.
+
+    Args:
+        volume (int): How loud the run is, in decibels.
+    """
+
+    def __init__(self, *, volume: int = 3, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.volume = volume
+
+
+def test_a_new_trainer_keyword_is_a_recipe_key_with_its_type_and_doc() -> None:
+    """Signature and docstring are the only edits: the config, its type check and its doc follow from them."""
+    config_class = TrainerHparams.for_trainer(LoudTrainer)
+    recipe = {
+        "model": {"mlp": {"in_features": 64, "hidden": [32]}},
+        "train_dataset": {"synthetic_classification": {"shape": [64], "num_samples": 32}},
+        "train_batch_size": 8,
+        "max_duration": "2ba",
+        "progress_bar": False,
+    }
+    assert field_docs(config_class)["volume"] == "How loud the run is, in decibels."
+    assert "volume: How loud the run is, in decibels." in (config_class.__doc__ or "")
+    with pytest.raises(ConfigError, match=r"^volume: received 'x' \(str\); expected int\. Set volume: 3\.$"):
+        config_class.from_dict({**recipe, "volume": "x"})
+    with pytest.raises(ConfigError, match=r"volume: received True \(bool\); expected int \(a bool is not a number"):
+        config_class.from_dict({**recipe, "volume": True})
+    config = config_class.from_dict({**recipe, "volume": 7})
+    assert config.to_dict()["volume"] == 7 and config_class.from_dict(config.to_dict()) == config
+    trainer = config.initialize_object()
+    assert isinstance(trainer, LoudTrainer) and trainer.volume == 7
+    trainer.close()
+
+
+def test_the_trainer_fields_are_its_keywords() -> None:
+    """Every keyword of Trainer.__init__ a recipe can give is a field, with the Trainer's default and doc."""
+    parameters = inspect.signature(Trainer).parameters
+    fields = {field.name: field for field in dataclasses.fields(TrainerHparams)}
+    built_from_other_keys = {"model", "train_dataloader", "eval_dataloader", "optimizers"}
+    assert {name for name in parameters if name not in built_from_other_keys} <= set(fields)
+    docs = field_docs(TrainerHparams)
+    assert docs["save_interval"].startswith("How often to save") and docs["train_batch_size"]
+    assert fields["grad_accum"].default == 1 and fields["precision"].default == "fp32"
+    assert fields["ddp_sync_strategy"].default == "single_auto_sync"  # the enum default, as a recipe writes it
