@@ -70,15 +70,13 @@ def measure_metrics(
     eval_dataset = config.eval_dataset
     if eval_dataset is None:
         raise ConfigError(str(recipe), "composer compare needs an eval_dataset in every recipe, to measure accuracy.")
+    quiet: dict[str, Any] = {"progress_bar": False, "log_to_console": False, "save_folder": None, "autoresume": False}
     config = dataclasses.replace(
         config,
         eval_dataset=None,
         loggers={},
         callbacks={},
-        progress_bar=False,
-        log_to_console=False,
-        save_folder=None,
-        autoresume=False,
+        **quiet,
     )
     trainer = config.initialize_object()
     eval_batch_size = config.eval_batch_size or config.train_batch_size

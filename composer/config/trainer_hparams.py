@@ -52,7 +52,7 @@ import dataclasses
 import functools
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 from pydantic import StrictInt
 
@@ -73,11 +73,6 @@ from composer.trainer import Trainer
 __all__ = ["TrainerHparams"]
 
 _T = TypeVar("_T")
-
-# The fields written out in TrainerHparams, after the four it starts with: what a recipe adds to the Trainer.
-# The Trainer's arguments a recipe builds from other keys (the datasets, the optimizer).
-_NOT_FIELDS = ("train_dataloader", "eval_dataloader", "optimizers")
-_WRITTEN = ("eval_dataset", "eval_batch_size", "optimizer", "schedulers", "algorithms", "callbacks", "loggers")
 
 # Field -> (registry, the noun an error message uses) for fields that pick one class ...
 _ONE_OF: dict[str, tuple[Mapping[str, type[Hparams]], str]] = {
@@ -200,8 +195,21 @@ def _build(path: str, make: Callable[[], _T]) -> _T:
 
 @derive_fields(
     Trainer,
-    exclude=("train_dataloader", "eval_dataloader", "optimizers"),  # _NOT_FIELDS, literal for the torch-free view
-    order=("model", "train_dataset", "train_batch_size", "max_duration", *_WRITTEN, "seed"),
+    exclude=("train_dataloader", "eval_dataloader", "optimizers"),  # built from other keys
+    first=(  # literal, for the torch-free view: the written fields, with max_duration and seed where they were
+        "model",
+        "train_dataset",
+        "train_batch_size",
+        "max_duration",
+        "eval_dataset",
+        "eval_batch_size",
+        "optimizer",
+        "schedulers",
+        "algorithms",
+        "callbacks",
+        "loggers",
+        "seed",
+    ),
     strict=True,
 )
 class TrainerHparams(Hparams):
@@ -240,6 +248,12 @@ class TrainerHparams(Hparams):
     algorithms: dict[str, Hparams] = dataclasses.field(default_factory=dict)
     callbacks: dict[str, Hparams] = dataclasses.field(default_factory=dict)
     loggers: dict[str, Hparams] = dataclasses.field(default_factory=dict)
+
+    if TYPE_CHECKING:
+        target: ClassVar[type[Trainer]]
+
+        def __getattr__(self, name: str) -> Any:  # the fields derived from Trainer.__init__
+            ...
 
     def validate(self) -> None:
         """Checks sizes, ranges, times, names, the methods' composition, and each named entry's class.
@@ -320,7 +334,8 @@ class TrainerHparams(Hparams):
         """
         namespace = {"__module__": trainer_class.__module__, "__qualname__": f"{trainer_class.__name__}Hparams"}
         config_class = type(f"{trainer_class.__name__}Hparams", (cls,), namespace)
-        return derive_fields(trainer_class, exclude=_NOT_FIELDS, strict=True)(config_class)
+        exclude = ("train_dataloader", "eval_dataloader", "optimizers")  # built from other keys, as above
+        return derive_fields(trainer_class, exclude=exclude, strict=True)(config_class)
 
     def to_dict(self) -> dict[str, Any]:
         """Returns the recipe as plain values in the YAML form (registry names as keys), so ``from_dict`` reads it.

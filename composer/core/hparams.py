@@ -334,7 +334,7 @@ def hparams_for(
     base: None = None,
     exclude: Iterable[str] = (),
     defaults: Mapping[str, Any] | None = None,
-    order: Sequence[str] = (),
+    first: Sequence[str] = (),
     summary: str | None = None,
 ) -> type[DerivedHparams]: ...
 
@@ -348,7 +348,7 @@ def hparams_for(
     base: type[_H],
     exclude: Iterable[str] = (),
     defaults: Mapping[str, Any] | None = None,
-    order: Sequence[str] = (),
+    first: Sequence[str] = (),
     summary: str | None = None,
 ) -> type[_H]: ...
 
@@ -361,7 +361,7 @@ def hparams_for(
     base: type[Hparams] | None = None,
     exclude: Iterable[str] = (),
     defaults: Mapping[str, Any] | None = None,
-    order: Sequence[str] = (),
+    first: Sequence[str] = (),
     summary: str | None = None,
 ) -> type[Hparams]:
     """Derives a config class from ``target``'s signature and docstring: one field per argument a recipe can give.
@@ -374,7 +374,7 @@ def hparams_for(
     a tuple as a list.
 
     Where a config must differ from its constructor (a seed's page gives other defaults, or another order), say so
-    with ``defaults`` and ``order``, not by writing the class out.
+    with ``defaults`` and ``first``, not by writing the class out.
 
     Args:
         target: The class (or function) the config builds.
@@ -384,7 +384,7 @@ def hparams_for(
             function's config).
         exclude: Arguments that are not fields.
         defaults: Field -> default, over the signature's; :data:`REQUIRED` makes a field required.
-        order: Fields to put first, in this order; the others follow in the signature's order.
+        first: Fields to put first, in this order; the others follow in the signature's order.
         summary: The first line of the class docstring; default: "See :class:`target`." (the fields are its
             arguments).
 
@@ -426,29 +426,30 @@ def hparams_for(
     config_class = type(class_name, bases, namespace)
     role = "class" if isinstance(target, type) else "func"
     first_line = summary or f"See :{role}:`~{target.__module__}.{target.__qualname__}`; the fields are its arguments."
-    return derive_fields(target, exclude=exclude, defaults=defaults, order=order, summary=first_line)(config_class)
+    return derive_fields(target, exclude=exclude, defaults=defaults, first=first, summary=first_line)(config_class)
 
 
+@dataclass_transform(field_specifiers=(dataclasses.field, pydantic.Field))
 def derive_fields(
     target: Callable[..., Any],
     *,
     exclude: Iterable[str] = (),
     defaults: Mapping[str, Any] | None = None,
-    order: Sequence[str] = (),
+    first: Sequence[str] = (),
     summary: str | None = None,
     strict: bool = False,
 ) -> Callable[[type[_H]], type[_H]]:
     """Class decorator: :func:`hparams` on a class whose fields are its own plus ``target``'s other arguments.
 
     For a config that writes some fields out (what a recipe adds) and takes the rest from the constructor it builds:
-    the class's own fields come first (after those ``order`` names), then ``target``'s arguments that the class does
+    the class's own fields come first (after those ``first`` names), then ``target``'s arguments that the class does
     not declare or inherit, as :func:`hparams_for` derives them. The arguments' docs are added to the class docstring.
 
     Args:
         target: The class (or function) whose arguments become fields.
         exclude: Arguments that are not fields.
         defaults: Field -> default, over the signature's; :data:`REQUIRED` makes a field required.
-        order: Fields to put first, in this order.
+        first: Fields to put first, in this order.
         summary: A first line for the class docstring, when it has none.
         strict: Validate without conversions (see :func:`hparams`).
 
@@ -459,10 +460,10 @@ def derive_fields(
     def decorate(cls: type[_H]) -> type[_H]:
         own = dict(inspect.get_annotations(cls))
         docs = argument_docs(target)
-        inherited = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+        inherited: set[str] = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
         derived = _derived_fields(target, skip={*exclude, *own, *inherited}, defaults=defaults or {})
         names = [*own, *derived]
-        ordered = [*[n for n in order if n in names], *[n for n in names if n not in order]]
+        ordered = [*[n for n in first if n in names], *[n for n in names if n not in first]]
         annotations: dict[str, Any] = {}
         for field_name in ordered:
             if field_name in derived:

@@ -303,7 +303,7 @@ CosineAnnealingWarmRestartsHparams = hparams_for(
     name="CosineAnnealingWarmRestartsHparams",
     base=SchedulerHparams,
     exclude=("state", "ssr"),
-    order=["t_0", "min_factor", "t_mult"],
+    first=["t_0", "min_factor", "t_mult"],
     defaults={"t_0": "1dur"},
 )
 """Hyperparameters for the :func:`cosine_annealing_warm_restarts_scheduler` scheduler.
@@ -311,7 +311,7 @@ CosineAnnealingWarmRestartsHparams = hparams_for(
 The seed's order, and its default of ``t_0``.
 """
 PolynomialLRHparams = hparams_for(
-    polynomial_scheduler, name="PolynomialLRHparams", base=SchedulerHparams, exclude=("state", "ssr"), order=["power"]
+    polynomial_scheduler, name="PolynomialLRHparams", base=SchedulerHparams, exclude=("state", "ssr"), first=["power"]
 )
 """Hyperparameters for the :func:`polynomial_scheduler` scheduler. The seed's order: ``power`` first."""
 MultiStepWithWarmupLRHparams = hparams_for(

@@ -228,7 +228,7 @@ def test_derived_config_builds_and_checks_with_the_constructor() -> None:
 
 def test_overrides_give_the_seed_defaults_and_order() -> None:
     config_class = hparams_for(
-        Widget, name="SeedWidgetHparams", defaults={"size": 5, "label": REQUIRED}, order=["label"]
+        Widget, name="SeedWidgetHparams", defaults={"size": 5, "label": REQUIRED}, first=["label"]
     )
     assert [f.name for f in dataclasses.fields(config_class)] == ["label", "size", "level", "shape"]
     assert config_class(label="x").initialize_object().size == 5
@@ -274,7 +274,7 @@ def test_function_config_binds_the_arguments() -> None:
 
 
 def test_derive_fields_adds_the_constructor_fields_after_the_written_ones() -> None:
-    @derive_fields(Widget, exclude=["label"], order=["size"])
+    @derive_fields(Widget, exclude=["label"], first=["size"])
     class PartHparams(Hparams):
         """Writes out what it adds.
 

@@ -385,7 +385,7 @@ class StochasticDepth(Algorithm):
 
 StochasticDepthHparams = hparams_for(
     StochasticDepth,
-    order=[
+    first=[
         "stochastic_method",
         "target_layer_name",
         "drop_rate",
