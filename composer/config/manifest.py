@@ -202,7 +202,7 @@ def entry_of(config: type, origin: str) -> dict[str, Any]:
     Returns:
         dict: The entry, as :func:`load_manifest` describes it.
     """
-    built = getattr(config, "target", None) or getattr(config, "built_class", None)
+    built = getattr(config, "target", None)
     docs = {**docstring_args((built.__doc__ or "") if built else ""), **docstring_args(config.__doc__ or "")}
     fields: dict[str, dict[str, Any]] = {}
     for field in dataclasses.fields(config):

@@ -21,9 +21,7 @@ Example:
 from __future__ import annotations
 
 import importlib
-import inspect
 import re
-import typing
 from typing import Any
 
 from composer.algorithms import ALGORITHM_HPARAMS
@@ -32,7 +30,7 @@ from composer.config.config_error import ConfigError, suggest
 from composer.config.datasets import DATASETS
 from composer.config.kinds import KINDS, EntryPoint, installed_entry_points
 from composer.config.models import MODELS
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import Hparams, hparams_for
 from composer.loggers import LOGGER_HPARAMS
 from composer.optim.optimizer_hparams import OPTIMIZERS
 from composer.optim.scheduler import SCHEDULERS
@@ -81,7 +79,7 @@ def register(kind: str, name: str, cls: type) -> type[Hparams]:
             "(it is a key of a YAML recipe), e.g. 'my_method'."
         )
     holder: type[Hparams] | None = registry.get(name)
-    if holder is not None and (holder is cls or getattr(holder, "built_class", None) is cls):
+    if holder is not None and (holder is cls or getattr(holder, "target", None) is cls):
         return holder  # registered already (an entry point loaded again)
     config = _config_of(spec.name, name, cls)
     if holder is not None:
@@ -102,7 +100,7 @@ def _config_of(kind: str, name: str, cls: Any) -> type[Hparams]:
     if isinstance(cls, type) and issubclass(cls, config_base):
         return cls
     if built_base is not None and isinstance(cls, type) and issubclass(cls, built_base):
-        return derive_config(cls)
+        return hparams_for(cls, module=cls.__module__)
     given = cls.__name__ if isinstance(cls, type) else repr(cls)
     wanted = f"a subclass of {config_base.__module__}.{config_base.__name__}"
     if built_base is not None:
@@ -111,43 +109,6 @@ def _config_of(kind: str, name: str, cls: Any) -> type[Hparams]:
         f"register({kind!r}, {name!r}, {given}): a registered {spec.noun} must be {wanted}; {given} is not. "
         f"Subclass {built_base.__name__ if built_base else config_base.__name__} and register that class."
     )
-
-
-def derive_config(cls: type) -> type[Hparams]:
-    """A config class whose fields are the parameters of ``cls``'s constructor and which builds ``cls``.
-
-    Example:
-        >>> class Scale:
-        ...     '''Scales.
-        ...
-        ...     Args:
-        ...         factor: How much.
-        ...     '''
-        ...     def __init__(self, factor: float = 2.0):
-        ...         self.factor = factor
-        >>> config = derive_config(Scale)
-        >>> config(factor=3).initialize_object().factor
-        3.0
-    """
-    try:
-        hints = typing.get_type_hints(next(vars(k)["__init__"] for k in cls.__mro__ if "__init__" in vars(k)))
-    except Exception:  # an annotation that does not resolve: those fields take any value
-        hints = {}
-    annotations: dict[str, Any] = {}
-    namespace: dict[str, Any] = {"__module__": cls.__module__, "__doc__": cls.__doc__, "built_class": cls}
-    for parameter in inspect.signature(cls).parameters.values():
-        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
-            continue
-        annotations[parameter.name] = hints.get(parameter.name, Any)
-        if parameter.default is not parameter.empty:
-            namespace[parameter.name] = parameter.default
-    namespace["__annotations__"] = annotations
-
-    def initialize_object(self: Any) -> Any:
-        return cls(**{key: getattr(self, key) for key in annotations})
-
-    namespace["initialize_object"] = initialize_object
-    return hparams(type(f"{cls.__name__}Hparams", (Hparams,), namespace))
 
 
 def load_entry_points(entry_points: list[EntryPoint] | None = None) -> None:

@@ -4,7 +4,7 @@
 (:class:`~composer.config.sources.SourceReader`): the annotated attributes of a written-out class, with those of its
 bases; the arguments of the constructor (or function) that ``X = hparams_for(Target, ...)`` or
 ``@derive_fields(Target, ...)`` derives fields from, with the same rules (``exclude``, ``defaults`` with ``REQUIRED``,
-``order``, ``base``; arguments with a default whose type a YAML file cannot hold left out); and each field's doc from
+``first``, ``base``; arguments with a default whose type a YAML file cannot hold left out); and each field's doc from
 the ``Args:`` of the target's docstring, else the class's.
 
 Example:
@@ -170,7 +170,7 @@ def _derive(reader: SourceReader, config: ConfigSource, module: str, call: ast.C
         recipe = recipe_words(reader, target_module, argument.annotation, strict) if strict else ""
         derived.append(FieldSource(argument.name, annotation, text, docs.get(argument.name, ""), recipe))
     names = [*own, *derived]
-    order = reader.literal_strings(module, options.get("order"))
+    order = reader.literal_strings(module, options.get("first"))
     first = [field for name in order for field in names if field.name == name]
     _merge(config.fields, [*first, *(field for field in names if field.name not in order)])
     return True

@@ -120,7 +120,7 @@ def test_an_installed_plugin_and_an_imported_module_are_named_by_a_recipe(site):
         ),
         ("algorithms.shoot.volume=5", "algorithms.shoot: unknown algorithm 'shoot'. Did you mean 'shout'?"),
         ("algorithms.shout.volume=loud", "algorithms.shout: Invalid ShoutHparams: field 'volume' received 'loud'"),
-        ("algorithms.shout.volume=0", "algorithms.shout: Shout(volume=0): volume must be >= 1; pass 1 for a whisper."),
+        ("algorithms.shout.volume=0", "algorithms.shout: Invalid ShoutHparams: Shout(volume=0): volume must be >= 1;"),
     ],
 )
 def test_a_plugin_entry_is_checked_as_a_built_in_is(site, override, message):

@@ -171,7 +171,7 @@ def test_the_generator_reads_a_trainer_subclass_with_one_more_keyword(tmp_path, 
 
 
 def test_the_generator_follows_the_rules_of_hparams_for(tmp_path, monkeypatch):
-    """What a recipe cannot give is left out, ``defaults``, ``exclude`` and ``order`` apply, an enum default is its
+    """What a recipe cannot give is left out, ``defaults``, ``exclude`` and ``first`` apply, an enum default is its
     value and a tuple a list, type aliases expand, names imported for type checking only are Python's."""
     (tmp_path / "my_methods.py").write_text(
         textwrap.dedent(
@@ -201,7 +201,7 @@ def test_the_generator_follows_the_rules_of_hparams_for(tmp_path, monkeypatch):
                     pass
 
 
-            MethodHparams = hparams_for(Method, exclude=("skipped",), defaults={"ghost": REQUIRED}, order=[*FIRST])
+            MethodHparams = hparams_for(Method, exclude=("skipped",), defaults={"ghost": REQUIRED}, first=[*FIRST])
             """
         )
     )
