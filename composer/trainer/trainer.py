@@ -56,7 +56,7 @@ from composer.trainer.fit_warnings import warn_before_fit
 from composer.trainer.precision import autocasting, make_grad_scaler, precision_context
 from composer.trainer.preemption import Preempted, Preemption
 from composer.trainer.schedulers import TrainerSchedulers
-from composer.utils.checkpoint import save_checkpoint
+from composer.utils.checkpoint import DEFAULT_FILENAME, DEFAULT_LATEST_FILENAME, save_checkpoint
 from composer.utils.devices import batch_to_device
 from composer.utils.module_surgery import update_optimizer_params
 from composer.utils.seeding import configure_deterministic_mode, new_seed, seed_all
@@ -256,8 +256,8 @@ class Trainer:
         console_log_interval: str | Time[Any] | int | None = None,
         run_name: str | None = None,
         save_folder: str | None = None,
-        save_filename: str = "ep{epoch}-ba{batch}-rank{rank}.pt",
-        save_latest_filename: str | None = "latest-rank{rank}.pt",
+        save_filename: str = DEFAULT_FILENAME,
+        save_latest_filename: str | None = DEFAULT_LATEST_FILENAME,
         save_interval: str | Time[Any] | int | Callable[..., bool] = "1ep",
         save_num_checkpoints_to_keep: int = -1,
         save_overwrite: bool = False,
