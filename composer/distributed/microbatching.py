@@ -1,10 +1,11 @@
 """Automatic microbatching (``grad_accum='auto'``): when a batch runs out of GPU memory, split it into twice as many
 microbatches and train it again from its start, until it fits.
 
-The Trainer runs each batch's gradient as an *attempt* (``BEFORE_TRAIN_BATCH`` ... the microbatches, before the
-gradients are unscaled, clipped and ``AFTER_TRAIN_BATCH`` fires). With ``'auto'``, before the first attempt it takes
-an :class:`AttemptSnapshot` (the random states of the process and of ``state.rng``, and a copy of the model's
-buffers: BatchNorm statistics), and when an attempt raises :class:`torch.cuda.OutOfMemoryError`:
+The Trainer's loop runs each batch's gradient as one *attempt* (``BEFORE_TRAIN_BATCH`` ... the microbatches, before
+the gradients are unscaled, clipped and ``AFTER_TRAIN_BATCH`` fires) through :meth:`Microbatching.run`. With
+``'auto'``, before the first attempt it keeps a :class:`RetryPoint` (the random states of the process and of
+``state.rng``, and a copy of the model's buffers: BatchNorm statistics; a few microseconds, NumPy's state read again
+only when it changed), and when an attempt raises :class:`torch.cuda.OutOfMemoryError`:
 
 1. the failed attempt's memory is freed: the error and its traceback (which hold the activations) are dropped,
    ``state.outputs`` and ``state.loss`` cleared, every gradient set to None, then ``gc.collect()`` and
@@ -13,7 +14,7 @@ buffers: BatchNorm statistics), and when an attempt raises :class:`torch.cuda.Ou
    microbatch; a microbatch of one sample that still runs out of memory raises :class:`MicrobatchTooSmallError`;
 3. the new count is logged (``trainer/grad_accum`` and ``trainer/microbatch_size`` through the Logger, and a warning
    on Python's ``logging``), and kept in ``state.grad_accum``, so checkpoints carry it and a resumed run continues at it;
-4. the snapshot is put back, and the attempt runs again on the same batch, with the same random draws.
+4. the retry point is put back, and the attempt runs again on the same batch, with the same random draws.
 
 The batch itself is kept: ``AFTER_DATALOADER`` and ``BATCH_START`` (where algorithms change the batch) fired once and
 do not fire again, nor do ``AFTER_TRAIN_BATCH`` (only a successful attempt reaches it), ``BATCH_END`` or the
@@ -50,16 +51,17 @@ Example:
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import logging
 import math
 import random
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
 import torch
+from numpy.random.mtrand import get_bit_generator
 
 from composer.core.logging.logger import Logger
 from composer.core.state import State
@@ -67,9 +69,10 @@ from composer.distributed.oom_agreement import OutOfMemoryAgreement, PeerOutOfMe
 from composer.utils import dist
 
 __all__ = [
-    "AttemptSnapshot",
     "MicrobatchTooSmallError",
     "Microbatching",
+    "NumpyState",
+    "RetryPoint",
     "average_gradients",
     "broadcast_buffers",
     "describe_out_of_memory",
@@ -201,54 +204,112 @@ def _empty_cache() -> None:
         torch.cuda.empty_cache()  # hand the freed blocks back, so that fragmentation does not fail the retry
 
 
-@dataclass
-class AttemptSnapshot:
-    """What an attempt at a batch may change besides the gradients, taken before it: the random states that user code
-    and algorithms draw from (Python's, NumPy's, torch's CPU and CUDA generators, ``state.rng``) and the model's
-    buffers (BatchNorm statistics, which a forward pass updates), flattened into one copy per dtype and device.
+class NumpyState:
+    """NumPy's global random state (``np.random.get_state()``), read again only when it may have changed.
 
-    The dataloader's generators are left out: the batch is already drawn. Taken before every batch under ``'auto'``:
-    0.3-0.5 ms per batch on the (loaded) 2-core development machine for an MLP with one BatchNorm, most of it NumPy's
-    ``get_state`` (0.14 ms), plus one copy kernel per buffer dtype on a GPU.
+    ``get_state`` copies the 624 words of the Mersenne Twister one by one (tens of microseconds). Its words and
+    position are also readable where the bit generator keeps them (``ctypes.state_address``: 2.5 kB compared in about
+    a microsecond), so :meth:`get` returns the state it read last while they are unchanged and no cached Gaussian was
+    pending then (a pending one is taken without moving the words). Where that memory does not hold the state's words
+    (another bit generator), every call reads the state.
+
+    Example:
+        >>> kept = NumpyState()
+        >>> state = kept.get()
+        >>> kept.get() is state  # nothing drew since
+        True
+        >>> _ = np.random.rand()
+        >>> kept.get() is state
+        False
     """
 
-    python_rng: Any
-    numpy_rng: Any
-    torch_rng: torch.Tensor
-    cuda_rng: list[torch.Tensor] | None
-    state_rng: torch.Tensor
-    buffers: list[tuple[list[torch.Tensor], torch.Tensor]]
+    def __init__(self) -> None:
+        self._generator: Any = None
+        self._words: Any = None  # the generator's words and position, where it keeps them; None when unknown
+        self._seen = b""
+        self._state: Any = None
 
-    @classmethod
-    def take(cls, state: State, model: torch.nn.Module) -> AttemptSnapshot:
-        groups: dict[tuple[torch.dtype, torch.device], list[torch.Tensor]] = {}
-        for buffer in model.buffers():
-            groups.setdefault((buffer.dtype, buffer.device), []).append(buffer)
-        with torch.no_grad():
-            buffers = [(group, torch.cat([b.reshape(-1) for b in group])) for group in groups.values()]
-        cuda = torch.cuda.is_available() and torch.cuda.is_initialized()  # type: ignore[no-untyped-call]
-        return cls(
-            python_rng=random.getstate(),
-            numpy_rng=np.random.get_state(),
-            torch_rng=torch.get_rng_state(),
-            cuda_rng=torch.cuda.get_rng_state_all() if cuda else None,
-            state_rng=state.rng.get_state(),
-            buffers=buffers,
+    def get(self) -> Any:
+        """The global state now, as ``np.random.get_state()`` gives it (the object read last, if still current)."""
+        words = self._words
+        if self._generator is not get_bit_generator():
+            words = self._find_words()
+        elif words is not None and self._state is not None and bytes(words) == self._seen:
+            return self._state
+        self._state = np.random.get_state()
+        if words is not None:
+            self._seen = bytes(words) if not self._state[3] else b""  # a pending Gaussian: read every time
+        return self._state
+
+    def _find_words(self) -> Any:
+        generator = self._generator = get_bit_generator()
+        self._words = None
+        state: Any = np.random.get_state()
+        if state[0] != "MT19937":
+            return None
+        words = (ctypes.c_uint32 * 625).from_address(generator.ctypes.state_address)  # key[624], then pos
+        expected = np.append(state[1], np.uint32(state[2])).astype(np.uint32).tobytes()
+        self._words = words if bytes(words) == expected else None
+        return self._words
+
+
+class RetryPoint:
+    """Where a retried attempt starts from: what an attempt at a batch may change besides the gradients, kept before
+    the first attempt and put back before each retry.
+
+    That is the random states that user code and algorithms draw from (Python's, NumPy's, torch's CPU and CUDA
+    generators, ``state.rng``) and the model's buffers (BatchNorm statistics, which a forward pass updates). The
+    dataloader's generators are left out: the batch is already drawn.
+
+    Kept before every batch under ``'auto'``, so at little cost: the buffers are copied with one call into copies made
+    once (:meth:`track` finds them again, after ``FIT_START``'s algorithms), NumPy's state is read again only when it
+    changed (:class:`NumpyState`), and the others are read as they are (about a microsecond each; Python's about 10).
+
+    Args:
+        state (State): The state whose ``rng`` is kept.
+        model (torch.nn.Module): The model whose buffers are kept.
+    """
+
+    def __init__(self, state: State, model: torch.nn.Module) -> None:
+        self._state = state
+        self._model = model
+        self._buffers: list[torch.Tensor] = []
+        self._copies: list[torch.Tensor] = []
+        self._numpy = NumpyState()
+        self._kept: tuple[Any, Any, torch.Tensor, list[torch.Tensor] | None, torch.Tensor] | None = None
+        self.track()
+
+    def track(self) -> None:
+        """Finds the model's buffers again (when its modules may have changed) and makes their copies."""
+        self._buffers = list(self._model.buffers())
+        self._copies = [torch.empty_like(buffer) for buffer in self._buffers]
+
+    def keep(self) -> None:
+        """Keeps the random states and copies the buffers, as they are before the first attempt at a batch."""
+        cuda = torch.cuda.is_initialized()  # type: ignore[no-untyped-call]  # initialised implies available
+        self._kept = (
+            random.getstate(),
+            self._numpy.get(),
+            torch.get_rng_state(),
+            torch.cuda.get_rng_state_all() if cuda else None,
+            self._state.rng.get_state(),
         )
+        if self._buffers:
+            torch._foreach_copy_(self._copies, self._buffers)
 
-    def restore(self, state: State) -> None:
-        random.setstate(self.python_rng)
-        np.random.set_state(self.numpy_rng)
-        torch.set_rng_state(self.torch_rng)
-        if self.cuda_rng is not None:
-            torch.cuda.set_rng_state_all(self.cuda_rng)
-        state.rng.set_state(self.state_rng)
-        with torch.no_grad():
-            for group, saved in self.buffers:
-                offset = 0
-                for buffer in group:
-                    buffer.copy_(saved[offset : offset + buffer.numel()].view_as(buffer))
-                    offset += buffer.numel()
+    def restore(self) -> None:
+        """Puts back what :meth:`keep` kept, before a retry."""
+        assert self._kept is not None, "keep() first"
+        python_rng, numpy_rng, torch_rng, cuda_rng, state_rng = self._kept
+        random.setstate(python_rng)
+        np.random.set_state(numpy_rng)
+        torch.set_rng_state(torch_rng)
+        if cuda_rng is not None:
+            torch.cuda.set_rng_state_all(cuda_rng)
+        self._state.rng.set_state(state_rng)
+        if self._buffers:
+            with torch.no_grad():
+                torch._foreach_copy_(self._buffers, self._copies)
 
 
 def average_gradients(parameters: Sequence[torch.nn.Parameter], has_grad: Sequence[bool]) -> None:
@@ -307,16 +368,20 @@ class Microbatching:
     """The microbatch counts of training and evaluation, and with ``auto`` the search for the largest that fit.
 
     The training count is ``state.grad_accum`` (saved in checkpoints); the evaluation counts are per evaluator label
-    and start at 1 in each run. See the module docstring for the whole procedure.
+    and start at 1 in each run. The Trainer's :class:`~composer.distributed.parallelism.Parallelism` builds it
+    (:meth:`~composer.distributed.parallelism.Parallelism.microbatching`), and the loop runs each batch's gradient
+    through :meth:`run`. See the module docstring for the whole procedure.
 
     Args:
+        state (State): The run's state: its batch, ``grad_accum``, random generator and timer.
         auto (bool): Whether out-of-memory errors are recovered from (``grad_accum='auto'``).
         logger (Logger): Where the new counts are logged.
+        model (torch.nn.Module): The model: whose parameters' gradients failed attempts free (and :meth:`agree`
+            averages, with ``defer_sync``), and whose buffers a retry puts back (and :meth:`agree` broadcasts from
+            rank 0 after averaging, with ``defer_sync``, as DDP's ``broadcast_buffers`` does).
         defer_sync (bool): The attempt runs every microbatch without gradient synchronisation, and
             :meth:`agree` averages the gradients (``'auto'`` under DistributedDataParallel).
-        parameters (Callable): The parameters whose gradients :meth:`agree` averages and failed attempts free.
-        buffers (torch.nn.Module, optional): With ``defer_sync``, the module whose buffers :meth:`agree` broadcasts
-            from rank 0 after averaging the gradients (what DDP's ``broadcast_buffers`` does); None for none.
+        launched (bool): Whether this process trains with others: then every attempt is settled with them.
         agreement (OutOfMemoryAgreement, optional): How the ranks agree after an attempt; default: a new one (its
             settling rounds are one all-reduce when no FSDP checkpoint is installed).
         heartbeat (Callable, optional): Gives the running :class:`composer.utils.dist.Heartbeat` (None when there is
@@ -331,12 +396,13 @@ class Microbatching:
 
     def __init__(
         self,
+        state: State,
         *,
         auto: bool,
         logger: Logger,
-        defer_sync: bool,
-        parameters: Callable[[], Iterator[torch.nn.Parameter]],
-        buffers: torch.nn.Module | None = None,
+        model: torch.nn.Module,
+        defer_sync: bool = False,
+        launched: bool = False,
         agreement: OutOfMemoryAgreement | None = None,
         heartbeat: Callable[[], dist.Heartbeat | None] = lambda: None,
         reset_sharded: Callable[[], None] | None = None,
@@ -345,40 +411,61 @@ class Microbatching:
         self.defer_sync = defer_sync
         self.agreement = agreement or OutOfMemoryAgreement()
         self.lockstep_eval = auto and reset_sharded is not None
+        # Taken before every batch with 'auto' only: without, nothing is kept and no batch pays for it.
+        self.retry_point = RetryPoint(state, model) if auto else None
+        self._state = state
+        self._launched = launched
         self._reset_sharded = reset_sharded
         self._heartbeat = heartbeat
         self._eval_mark: int | None = None  # the heartbeat's count when the current evaluation attempt started
         self._logger = logger
-        self._parameters = parameters
-        self._buffers = buffers if buffers is not None and any(True for _ in buffers.buffers()) else None
+        self._parameters = model.parameters
+        self._buffers = model if any(True for _ in model.buffers()) else None
         self._eval_counts: dict[str, int] = {}
 
     # ---- training --------------------------------------------------------------------------------------------------
 
-    def snapshot(self, state: State, model: torch.nn.Module) -> AttemptSnapshot | None:
-        """The snapshot to restore before a retry; None (nothing taken, nothing to pay) unless ``auto``."""
-        return AttemptSnapshot.take(state, model) if self.auto else None
+    def run(self, attempt: Callable[[], T]) -> T:
+        """Runs ``attempt``, one attempt at the gradient of the batch in ``state.batch``, and returns its result, with
+        ``state.batch`` and ``state.batch_num_samples`` as they were before it (the attempt sets them to each of its
+        microbatches in turn).
 
-    def attempt(self, state: State, snapshot: AttemptSnapshot, run: Callable[[], T]) -> T | None:
-        """Runs one attempt at the batch; returns its result, or None after every rank agreed to retry it.
-
-        On None, the attempt's memory is freed, ``state.grad_accum`` doubled (and logged) and the snapshot restored:
-        the caller runs the attempt again. Errors other than running out of memory propagate as they are.
+        With ``auto``, an attempt that runs out of memory, on this rank or another, is run again until one succeeds
+        on every rank: its memory freed, ``state.grad_accum`` doubled (and logged), and the :class:`RetryPoint`
+        (kept before the first attempt) put back, so that the retry draws the same random numbers. Errors other than
+        running out of memory propagate as they are.
 
         Raises:
             MicrobatchTooSmallError: If a rank ran out of memory with one sample per microbatch.
         """
-        num_samples = state.batch_num_samples
-        mark = self._progress()
-        result: T | None = None
-        failure, told = None, False
-        try:
-            result = run()
-        except Exception as error:
-            if not self.recovers(error):
-                raise
-            failure, told = describe_out_of_memory(error)
-        # Out of the except block: the error and its traceback (the attempt's frames and activations) are gone.
+        state = self._state
+        batch, num_samples = state.batch, state.batch_num_samples
+        retry_point = self.retry_point
+        if retry_point is None:
+            result = attempt()
+            state.batch, state.batch_num_samples = batch, num_samples
+            return result
+        retry_point.keep()
+        while True:
+            mark = self._progress() if self._launched else None
+            failure, told = None, False
+            try:
+                result = attempt()
+            except Exception as error:
+                if not self.recovers(error):
+                    raise
+                failure, told = describe_out_of_memory(error)
+            # Out of the except block: the error and its traceback (the attempt's frames and activations) are gone.
+            state.batch, state.batch_num_samples = batch, num_samples
+            if (failure is None and not self._launched) or not self._settle(failure, told, num_samples):
+                return result
+            retry_point.restore()
+            self._rewind(mark)
+
+    def _settle(self, failure: str | None, told: bool, num_samples: int) -> bool:
+        """Ends an attempt: agrees with the other ranks; returns whether to run it again, after freeing its memory and
+        doubling ``state.grad_accum``."""
+        state = self._state
         grad_accum = state.grad_accum
         proposal = next_grad_accum(grad_accum, num_samples)
         settled = self.agree(
@@ -387,8 +474,7 @@ class Microbatching:
             proposal=proposal,
         )
         if not settled.out_of_memory:
-            return result
-        del result
+            return False
         self._forget_attempt(state)
         agreed_next = settled.proposal
         if settled.at_one_sample or agreed_next is None:
@@ -413,9 +499,7 @@ class Microbatching:
             size,
         )
         self._logger.metric_batch({"trainer/grad_accum": agreed_next, "trainer/microbatch_size": size})
-        snapshot.restore(state)
-        self._rewind(mark)
-        return None
+        return True
 
     def agree(self, *, out_of_memory: bool, at_one_sample: bool, proposal: int | None) -> Settlement:
         """What every rank learns after an attempt (:class:`Settlement`): whether any ran out of memory, whether

@@ -22,8 +22,9 @@ from torch.nn.parallel import DistributedDataParallel
 
 from composer.core.data_spec import DataSpec
 from composer.core.evaluator import Evaluator
-from composer.core.logging.logger import LoggerDestination
+from composer.core.logging.logger import Logger, LoggerDestination
 from composer.core.precision import Precision
+from composer.core.state import State
 from composer.core.time import Timer
 from composer.distributed.data import (
     batch_totals,
@@ -34,6 +35,7 @@ from composer.distributed.data import (
 )
 from composer.distributed.ddp import DDPSyncStrategy, ddp_sync_context, parameter_layout, rewrap_ddp, wrap_ddp
 from composer.distributed.fsdp import FSDPConfig, prepare_fsdp_module, resolve_fsdp_config
+from composer.distributed.microbatching import Microbatching
 from composer.distributed.oom_agreement import OutOfMemoryAgreement, install_fsdp_checkpoints
 from composer.distributed.process_group import (
     add_rank_note,
@@ -111,7 +113,9 @@ class Parallelism:
         self.fsdp_config = resolve_fsdp_config(fsdp_config, precision)  # needs the process group: after init
         # grad_accum='auto' under FSDP: a checkpoint before every FSDP collective (composer.distributed.oom_agreement).
         self.oom_agreement = OutOfMemoryAgreement()
+        self._grad_accum_auto = grad_accum_auto
         self._fsdp_checkpoints = grad_accum_auto and self.fsdp_config is not None
+        self._microbatching: Microbatching | None = None  # built once the model is prepared
         self.model: torch.nn.Module | None = None
         self.ddp_model: DistributedDataParallel | None = None
         self._layout: list[tuple[Any, ...]] = []  # the parameters as the DDP wrapper was built over them
@@ -197,6 +201,34 @@ class Parallelism:
         self._synced = model if self.fsdp_config is not None else self.ddp_model
         seed_rank(seed)
 
+    def microbatching(self, state: State, logger: Logger) -> Microbatching:
+        """The run's :class:`~composer.distributed.microbatching.Microbatching`, through which the loop runs each
+        batch's gradient (``run(attempt)``); built after :meth:`prepare`, over the prepared model. With
+        ``grad_accum_auto`` under DDP every microbatch of an attempt runs unsynchronised and the gradients are
+        averaged once the ranks agree that none ran out of memory; under FSDP every collective is a checkpoint where
+        the ranks learn whether one did (:attr:`oom_agreement`), and a failed attempt resets the sharded model.
+
+        Args:
+            state (State): The run's state.
+            logger (Logger): Where a new microbatch count is logged.
+
+        Returns:
+            Microbatching: The new microbatching, also kept here (:meth:`rewrap` has it find the model's buffers again).
+        """
+        assert self.model is not None, "prepare() first"
+        self._microbatching = Microbatching(
+            state,
+            auto=self._grad_accum_auto,
+            logger=logger,
+            model=self.model,
+            defer_sync=self._grad_accum_auto and self.ddp_model is not None,
+            launched=self.launched,
+            agreement=self.oom_agreement,
+            heartbeat=lambda: self.beat,
+            reset_sharded=self.reset_sharded,
+        )
+        return self._microbatching
+
     def rewrap(self) -> bool:
         """Called after the algorithms of ``Event.FIT_START`` (every ``fit``): when they changed the parameters the
         ``DistributedDataParallel`` wrapper was built over (ChannelsLast's memory format, a parameter replaced or
@@ -204,7 +236,11 @@ class Parallelism:
         (:func:`~composer.distributed.ddp.rewrap_ddp`, keeping communication hooks registered on the old
         wrapper), so that no gradient is copied into a bucket laid out for other strides. Returns whether
         :attr:`ddp_model` changed (the training forward must call the new one). Nothing unlaunched or under FSDP
-        (see ``composer/distributed/DISTRIBUTED.md``)."""
+        (see ``composer/distributed/DISTRIBUTED.md``). With ``grad_accum_auto``, the retry point of
+        :meth:`microbatching` finds the model's buffers again, for algorithms that replaced modules."""
+        retry_point = self._microbatching.retry_point if self._microbatching is not None else None
+        if retry_point is not None:
+            retry_point.track()
         old = self.ddp_model
         if old is None or parameter_layout(old.module) == self._layout:
             return False

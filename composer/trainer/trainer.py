@@ -28,7 +28,7 @@ from composer.core.state import State
 from composer.core.time import Time, TimeUnit
 from composer.distributed.ddp import DDPSyncStrategy
 from composer.distributed.fsdp import FSDPConfig
-from composer.distributed.microbatching import Microbatching, sum_losses, weight_loss
+from composer.distributed.microbatching import sum_losses, weight_loss
 from composer.distributed.parallelism import Parallelism
 from composer.loggers import RANK_ZERO_DESTINATIONS
 from composer.loggers.progress_bar import ProgressBarLogger
@@ -444,18 +444,7 @@ class Trainer:
             self._loss = stage("trainer/loss", autocasting(model.loss, self._autocast))
             self._backward = stage("trainer/backward", torch.Tensor.backward)
             self._batches = unprofiled_batches if self.profiler is None else self.profiler.batches
-            # grad_accum='auto': under DDP the attempt syncs nothing; the gradients are averaged once the ranks agree.
-            # Under FSDP every collective is a checkpoint where the ranks learn whether one ran out of memory.
-            self._microbatching = Microbatching(
-                auto=auto_microbatching,
-                logger=self.logger,
-                defer_sync=auto_microbatching and self.ddp_model is not None,
-                parameters=model.parameters,
-                buffers=model,
-                agreement=self.parallel.oom_agreement,
-                heartbeat=lambda: self.parallel.beat,
-                reset_sharded=self.parallel.reset_sharded,
-            )
+            self._microbatching = self.parallel.microbatching(self.state, self.logger)  # run(attempt) per batch
             self._evaluation = EvaluationLoop(
                 state=self.state,
                 engine=self.engine,
@@ -642,21 +631,8 @@ class Trainer:
         (:mod:`composer.distributed.microbatching`).
         """
         state = self.state
-        full_batch, full_samples = state.batch, state.batch_num_samples
-        snapshot = self._microbatching.snapshot(state, self._model)  # None unless 'auto'
-        while True:
-            self._fire(Event.BEFORE_TRAIN_BATCH)
-            for optimizer in state.optimizers:
-                optimizer.zero_grad(set_to_none=True)
-            if snapshot is None:
-                total_loss, samples = self._accumulate(full_batch, full_samples)
-                break
-            attempt = self._microbatching.attempt(state, snapshot, lambda: self._accumulate(full_batch, full_samples))
-            state.batch, state.batch_num_samples = full_batch, full_samples
-            if attempt is not None:
-                total_loss, samples = attempt
-                break
-        state.batch, state.batch_num_samples, state.loss = full_batch, samples, total_loss
+        total_loss, state.batch_num_samples = self._microbatching.run(self._accumulate)
+        state.loss = total_loss
         if state.scaler is not None:
             for optimizer in state.optimizers:
                 state.scaler.unscale_(optimizer)
@@ -665,9 +641,14 @@ class Trainer:
         self._fire(Event.AFTER_TRAIN_BATCH)
         return total_loss
 
-    def _accumulate(self, full_batch: Any, full_samples: int) -> tuple[torch.Tensor, int]:
-        """Forward and backward over the microbatches of ``full_batch``; returns the summed loss and the samples."""
+    def _accumulate(self) -> tuple[torch.Tensor, int]:
+        """One attempt at the batch's gradient: ``BEFORE_TRAIN_BATCH``, then forward and backward over the
+        microbatches of ``state.batch``; returns the summed loss and the samples."""
         state, spec = self.state, self._train_spec
+        full_batch, full_samples = state.batch, state.batch_num_samples
+        self._fire(Event.BEFORE_TRAIN_BATCH)
+        for optimizer in state.optimizers:
+            optimizer.zero_grad(set_to_none=True)
         microbatches: Sequence[Any]
         # 'auto' may double grad_accum past a small batch (the last of an epoch): then one sample per microbatch.
         count = min(state.grad_accum, full_samples) if self._microbatching.auto else state.grad_accum
