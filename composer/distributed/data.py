@@ -204,10 +204,15 @@ def _distributed_loader(loader: Any, what: str, *, train: bool, seed: int) -> An
     else:
         new_sampler = UnpaddedDistributedSampler(loader.dataset, shuffle=shuffle, seed=seed)  # type: ignore[arg-type]
     log.info("%s: each rank reads its share through a %s.", what, type(new_sampler).__name__)
+    return _with_sampler(loader, new_sampler)
+
+
+def _with_sampler(loader: DataLoader[Any], sampler: Sampler[int]) -> DataLoader[Any]:
+    """``loader`` rebuilt around ``sampler``, every other setting kept."""
     return DataLoader(
         loader.dataset,
         batch_size=loader.batch_size,
-        sampler=new_sampler,
+        sampler=sampler,
         num_workers=loader.num_workers,
         collate_fn=loader.collate_fn,
         pin_memory=loader.pin_memory,
