@@ -3,7 +3,8 @@
 ``composer list`` prints every registered algorithm, model, dataset, optimizer, scheduler, callback and logger, one
 line each: the name a recipe uses and the first line of the class's docstring; ``composer list KIND ...`` only those
 kinds; ``composer list KIND NAME`` (``composer list datasets image_folder``) each field of that entry: its type, its
-default (or ``required``) and its doc. Everything comes from the view of the registries generated from their sources
+default (or ``required``) and its doc; ``composer list trainer`` the same for a recipe's top-level keys (the Trainer's
+keyword arguments among them). Everything comes from the view of the registries generated from their sources
 (:mod:`composer.config.manifest`), which imports no torch, so the listing appears at once; classes from installed
 plugins are listed with the built-in ones, and those of ``composer --import MODULE list`` too.
 """
@@ -11,13 +12,14 @@ plugins are listed with the built-in ones, and those of ``composer --import MODU
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any
 
 from composer.config.config_error import ConfigError, suggest
 from composer.config.kinds import KINDS
-from composer.config.manifest import load_manifest
+from composer.config.manifest import load_manifest, load_trainer_schema
 
-__all__ = ["add_parser", "describe", "format_entry", "format_listing"]
+__all__ = ["add_parser", "describe", "format_entry", "format_listing", "format_trainer"]
 
 
 def describe(kind: str, name: str) -> str:
@@ -77,20 +79,38 @@ def format_entry(kind: str, name: str) -> str:
         return "\n".join([*lines, "  (its fields could not be read from its source)"])
     if not entry["fields"]:
         return "\n".join([*lines, "  (no fields)"])
+    types = {field: info["type"] or "-" for field, info in entry["fields"].items()}
+    return "\n".join([*lines, *_table(entry["fields"], types)])
+
+
+def format_trainer() -> str:
+    """A recipe's top-level keys, as :func:`format_entry` prints an entry's fields (``composer list trainer``)."""
+    schema = load_trainer_schema()
+    picks = {**schema["one_of"], **{name: [kind, f"{noun}s"] for name, (kind, noun) in schema["sets"].items()}}
+    types = {
+        field: f"{picks[field][1]} by name (composer list {picks[field][0]})"
+        if field in picks
+        else re.sub(r"\bStrict(\w+)", lambda match: match.group(1).lower(), info["annotation"])
+        for field, info in schema["fields"].items()
+    }
+    header = "trainer: a recipe's top-level keys (TrainerHparams; the Trainer's keyword arguments among them)"
+    return "\n".join([header, "", *_table(schema["fields"], types)])
+
+
+def _table(fields: dict[str, dict[str, Any]], types: dict[str, str]) -> list[str]:
     rows = [("field", "type", "default", "doc")]
-    for field, info in entry["fields"].items():
-        default = "required" if info["required"] else info["default"]
-        rows.append((field, info["type"] or "-", default, info["doc"]))
+    for field, info in fields.items():
+        rows.append((field, types[field], "required" if info["required"] else str(info["default"]), info["doc"]))
     widths = [max(len(row[column]) for row in rows) for column in range(3)]
-    lines += [
-        f"  {row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:<{widths[2]}}  {row[3]}".rstrip() for row in rows
-    ]
-    return "\n".join(lines)
+    return [f"  {row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:<{widths[2]}}  {row[3]}".rstrip() for row in rows]
 
 
 def _run(args: argparse.Namespace) -> int:
     kinds = list(KINDS)
     names = args.kinds
+    if names == ["trainer"]:
+        print(format_trainer())
+        return 0
     if len(names) == 2 and names[0] in kinds and names[1] not in kinds:
         print(format_entry(names[0], names[1]))
         return 0
@@ -108,6 +128,6 @@ def add_parser(subparsers: Any) -> None:
         "kinds",
         nargs="*",
         metavar="KIND [NAME]",
-        help=f"any of {list(KINDS)} (default: all); KIND NAME prints the fields of one entry",
+        help=f"any of {list(KINDS)} (default: all); KIND NAME prints the fields of one entry; trainer the top-level keys",
     )
     parser.set_defaults(run=_run)

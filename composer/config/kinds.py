@@ -34,111 +34,70 @@ class Kind:
         noun: One entry, in messages (``"algorithm"``).
         module: The module holding the registry, next to the classes.
         registry: The attribute of ``module``: registry name -> config class.
-        names: The literal dict of ``module`` the registry is read from without importing: name -> config class, or
-            name -> built class's name when ``suffix`` is set (the config class is that name plus ``suffix``).
-        built: A literal dict of ``module``: name -> the class the config builds (its docstring is the summary).
-        suffix: See ``names``.
         config_base: ``(module, class)`` every config class of this kind subclasses.
         built_base: ``(module, class)`` a plain class registered for this kind must subclass (its config is derived
             from its constructor); None when only config classes can be registered.
+        built: A literal dict of ``module``: name -> the class the config builds (its docstring is the summary).
+        names: The literal dict of ``module`` the registry is read from without importing (default: ``registry``):
+            name -> config class, or name -> built class's name when ``suffix`` is set (the config class is that name
+            plus ``suffix``).
+        suffix: See ``names``.
     """
 
     name: str
     noun: str
     module: str
     registry: str
-    names: str
-    built: str | None
-    suffix: str
-    config_base: tuple[str, str]
-    built_base: tuple[str, str] | None
+    config_base: tuple[str, str] = ("composer.core.hparams", "Hparams")
+    built_base: tuple[str, str] | None = None
+    built: str | None = None
+    names: str = ""
+    suffix: str = ""
 
     @property
     def group(self) -> str:
         """The entry-point group through which installed packages add to this kind (``opencomposer.<kind>``)."""
         return f"opencomposer.{self.name}"
 
+    @property
+    def literal(self) -> str:
+        """The literal dict the registry is read from without importing (see ``names``)."""
+        return self.names or self.registry
 
-_HPARAMS = ("composer.core.hparams", "Hparams")
+
+_ALGORITHM = ("composer.core.algorithm", "Algorithm")
+_CALLBACK = ("composer.core.callback", "Callback")
+_DESTINATION = ("composer.core.logging.logger", "LoggerDestination")
+_OPTIMIZERS, _SCHEDULERS = "composer.optim.optimizer_hparams", "composer.optim.scheduler"
 
 KINDS: dict[str, Kind] = {
-    "algorithms": Kind(
-        "algorithms",
-        "algorithm",
-        "composer.algorithms",
-        "ALGORITHM_HPARAMS",
-        "ALGORITHM_CLASS_NAMES",
-        "ALGORITHM_CLASS_NAMES",
-        "Hparams",
-        _HPARAMS,
-        ("composer.core.algorithm", "Algorithm"),
-    ),
-    "models": Kind(
-        "models",
-        "model",
-        "composer.config.models",
-        "MODELS",
-        "MODELS",
-        None,
-        "",
-        ("composer.config.models", "ModelHparams"),
-        None,
-    ),
-    "datasets": Kind(
-        "datasets",
-        "dataset",
-        "composer.config.datasets",
-        "DATASETS",
-        "DATASETS",
-        None,
-        "",
-        ("composer.config.datasets", "DatasetHparams"),
-        None,
-    ),
-    "optimizers": Kind(
-        "optimizers",
-        "optimizer",
-        "composer.optim.optimizer_hparams",
-        "OPTIMIZERS",
-        "OPTIMIZERS",
-        None,
-        "",
-        ("composer.optim.optimizer_hparams", "OptimizerHparams"),
-        None,
-    ),
-    "schedulers": Kind(
-        "schedulers",
-        "scheduler",
-        "composer.optim.scheduler",
-        "SCHEDULERS",
-        "SCHEDULERS",
-        None,
-        "",
-        ("composer.optim.scheduler", "SchedulerHparams"),
-        None,
-    ),
-    "callbacks": Kind(
-        "callbacks",
-        "callback",
-        "composer.callbacks",
-        "CALLBACK_HPARAMS",
-        "CALLBACK_HPARAMS",
-        "CALLBACKS",
-        "",
-        _HPARAMS,
-        ("composer.core.callback", "Callback"),
-    ),
-    "loggers": Kind(
-        "loggers",
-        "logger",
-        "composer.loggers",
-        "LOGGER_HPARAMS",
-        "LOGGER_HPARAMS",
-        "LOGGERS",
-        "",
-        _HPARAMS,
-        ("composer.core.logging.logger", "LoggerDestination"),
-    ),
+    kind.name: kind
+    for kind in (
+        Kind(
+            "algorithms",
+            "algorithm",
+            "composer.algorithms",
+            "ALGORITHM_HPARAMS",
+            built_base=_ALGORITHM,
+            built="ALGORITHM_CLASS_NAMES",
+            names="ALGORITHM_CLASS_NAMES",
+            suffix="Hparams",
+        ),
+        Kind("models", "model", "composer.config.models", "MODELS", ("composer.config.models", "ModelHparams")),
+        Kind(
+            "datasets",
+            "dataset",
+            "composer.config.datasets",
+            "DATASETS",
+            ("composer.config.datasets", "DatasetHparams"),
+        ),
+        Kind("optimizers", "optimizer", _OPTIMIZERS, "OPTIMIZERS", (_OPTIMIZERS, "OptimizerHparams")),
+        Kind("schedulers", "scheduler", _SCHEDULERS, "SCHEDULERS", (_SCHEDULERS, "SchedulerHparams")),
+        Kind(
+            "callbacks", "callback", "composer.callbacks", "CALLBACK_HPARAMS", built_base=_CALLBACK, built="CALLBACKS"
+        ),
+        Kind("loggers", "logger", "composer.loggers", "LOGGER_HPARAMS", built_base=_DESTINATION, built="LOGGERS"),
+    )
 }
 """Each kind, in the order ``composer list`` prints them."""
 

@@ -148,7 +148,7 @@ def generate(entry_points: list[EntryPoint]) -> dict[str, Any]:
 
 
 def _kind_entries(reader: SourceReader, kind: Kind) -> dict[str, dict[str, Any]]:
-    names = reader.literal_names(kind.module, kind.names)
+    names = reader.literal_names(kind.module, kind.literal)
     built = reader.literal_names(kind.module, kind.built) if kind.built else {}
     entries: dict[str, dict[str, Any]] = {}
     for name, class_name in names.items():

@@ -45,6 +45,7 @@ def _run(*argv: str, cache: Path | None = None) -> dict:
         ["list"],
         ["list", "algorithms"],
         ["list", "datasets", "image_folder"],
+        ["list", "trainer"],
         ["train", "--help"],
         ["eval", "--help"],
         ["compare", "--help"],

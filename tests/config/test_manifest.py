@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from composer.cli.listing import format_trainer
 from composer.config import REGISTRIES, TrainerHparams
 from composer.config.kinds import KINDS
 from composer.config.manifest import build_view, cache_folder, load_manifest, load_trainer_schema
@@ -170,6 +171,14 @@ def test_the_generator_reads_a_trainer_subclass_with_one_more_keyword(tmp_path, 
     ]
 
 
+def test_a_trainer_keyword_is_listed_with_its_type_default_and_doc():
+    """``composer list trainer`` shows the Trainer's keywords from the view (its signature and docstring)."""
+    listed = {line.split()[0]: line for line in format_trainer().splitlines()[3:]}
+    assert list(listed) == list(load_trainer_schema()["fields"])
+    assert listed["progress_bar"].split()[1:3] == ["bool", "True"]
+    assert listed["algorithms"].split()[1:4] == ["algorithms", "by", "name"]
+
+
 def test_the_generator_follows_the_rules_of_hparams_for(tmp_path, monkeypatch):
     """What a recipe cannot give is left out, ``defaults``, ``exclude`` and ``first`` apply, an enum default is its
     value and a tuple a list, type aliases expand, names imported for type checking only are Python's."""
@@ -221,5 +230,5 @@ def test_the_generator_follows_the_rules_of_hparams_for(tmp_path, monkeypatch):
 def test_each_registry_is_a_literal_next_to_its_classes(kind):
     """The view reads each registry from its source: it must stay a literal dict of names there."""
     spec = KINDS[kind]
-    names = SourceReader().literal_names(spec.module, spec.names)
+    names = SourceReader().literal_names(spec.module, spec.literal)
     assert sorted(names) == sorted(REGISTRIES[kind])
