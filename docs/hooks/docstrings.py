@@ -2,7 +2,7 @@
 
 * ``Example:`` starts an examples section (griffe's Google parser knows only ``Examples:``), so the doctest is shown
   as code instead of quoted text.
-* Sphinx roles (``:class:`~composer.core.Time```, ``:func:`compile```) become cross-references to the named object
+* Sphinx roles (``:class:`~composer.core.Time```, ``:func:`compile```, ``:meth:`fit <composer.Trainer.fit>```) become cross-references to the named object
   where it is documented (plain code where it is not, such as a torch name), and ``:math:`x``` becomes code.
 * A paragraph that ends in ``::`` before an indented block ends in ``:`` (the block is already Markdown code).
 """
@@ -17,6 +17,7 @@ import griffe
 __all__ = ["SphinxToMarkdown"]
 
 _ROLE = re.compile(r":(?:py:)?(class|func|meth|mod|attr|data|exc|obj|math):`(~?)([^`]+)`")
+_TITLED = re.compile(r"(?P<title>[^<]+)<(?P<target>[^<>\s]+)>", re.S)
 
 
 def _convert(text: str, module: str) -> str:
@@ -24,8 +25,12 @@ def _convert(text: str, module: str) -> str:
         kind, tilde, target = match.groups()
         if kind == "math":
             return f"`{target}`"
-        target = target.strip().removesuffix("()")
-        shown = target.rsplit(".", 1)[-1] if tilde else target
+        titled = _TITLED.fullmatch(target.strip())
+        if titled:  # Sphinx's explicit title: ``:attr:`shown text <composer.x.Y.z>```
+            shown, target = titled["title"].strip(), titled["target"].strip().removesuffix("()")
+        else:
+            target = target.strip().removesuffix("()")
+            shown = target.rsplit(".", 1)[-1] if tilde else target
         if not target.startswith("composer."):
             # A relative name (``compile``, ``State.timer``): look for it in the docstring's own module.
             target = f"{module}.{target}" if not target.startswith(("torch", "typing", "collections")) else ""
