@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
+import itertools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
@@ -69,6 +69,7 @@ from composer.loggers import LOGGER_HPARAMS
 from composer.optim.optimizer_hparams import OPTIMIZERS, OptimizerHparams
 from composer.optim.scheduler import SCHEDULERS, SchedulerHparams
 from composer.trainer import Trainer
+from composer.trainer.arguments import ArgumentError
 
 __all__ = ["TrainerHparams"]
 
@@ -179,7 +180,7 @@ def _build(path: str, make: Callable[[], _T]) -> _T:
     """Runs ``make``; a mistake in what the user asked for becomes a ConfigError located at ``path``."""
     try:
         return make()
-    except ConfigError:
+    except (ConfigError, ArgumentError):
         raise
     except ImportError as error:
         if "opencomposer[" not in str(error):
@@ -374,7 +375,7 @@ class TrainerHparams(Hparams):
             ConfigError: Listing everything the recipe names that cannot be built (a missing file, a wrong data
                 format, a missing optional package, a model that does not fit its data), each at its key path.
         """
-        from composer.config.dry_run import fit_problems, method_extremes, method_limits, method_surgery
+        from composer.config.dry_run import method_surgery
         from composer.utils.seeding import new_seed, seed_all
 
         seed = new_seed() if self.seed is None else self.seed
@@ -412,41 +413,41 @@ class TrainerHparams(Hparams):
             for field in _SETS
         }
         if model is not None:
-            # After everything else is built; the Trainer seeds again, so this draws nothing from the run's generators.
-            extremes, limits = method_extremes(self.algorithms), method_limits(self.algorithms)
-            for field, data, train in (("train_dataset", train_data, True), ("eval_dataset", eval_data, False)):
-                if data is not None:
-                    data_config = getattr(self, field)
-                    path = self._path(field)
-                    problems += fit_problems(
-                        self.model,
-                        self._path("model"),
-                        model,
-                        data_config,
-                        path,
-                        data,
-                        train,
-                        extremes if train else None,
-                        limits,
-                    )
+            problems += self._fit_problems(model, train_data, eval_data)
         if problems:
             raise ConfigError.combine(problems)
         assert model is not None and train_data is not None  # else a problem was raised above
-        kwargs, trainer_class = self._trainer_kwargs(), type(self).target
+        objects = {
+            "model": model,
+            "train_dataloader": train_data,
+            "eval_dataloader": eval_data,
+            "optimizers": optimizer,
+        }
+        return self._build_trainer(**objects, seed=seed, **built, **self._trainer_kwargs())
+
+    def _fit_problems(self, model: Any, train_data: Any, eval_data: Any) -> list[ConfigError]:
+        """The dry run: one sample of each dataset through the model (:mod:`composer.config.dry_run`).
+
+        Run after everything else is built; the Trainer seeds again, so this draws nothing from the run's generators.
+        """
+        from composer.config.dry_run import fit_problems, method_extremes, method_limits
+
+        problems: list[ConfigError] = []
+        extremes, limits = method_extremes(self.algorithms), method_limits(self.algorithms)
+        for field, data, train in (("train_dataset", train_data, True), ("eval_dataset", eval_data, False)):
+            if data is not None:
+                config, path, model_path = getattr(self, field), self._path(field), self._path("model")
+                extreme = extremes if train else None
+                problems += fit_problems(self.model, model_path, model, config, path, data, train, extreme, limits)
+        return problems
+
+    def _build_trainer(self, **kwargs: Any) -> Any:
+        """The Trainer (or the subclass this config derives from); its problems located at their recipe keys."""
         try:
-            return _build(
-                "",
-                lambda: trainer_class(
-                    model=model,
-                    train_dataloader=train_data,
-                    eval_dataloader=eval_data,
-                    optimizers=optimizer,
-                    seed=seed,
-                    **built,
-                    **kwargs,
-                ),
-            )
-        except ConfigError as error:  # the Trainer's own checks: locate them at the recipe key they name
+            return _build("", lambda: type(self).target(**kwargs))
+        except ArgumentError as error:  # its arguments' values (trainer/arguments.py): each at its key, the same name
+            raise ConfigError.combine([ConfigError(p.argument, p.for_recipe()) for p in error.problems]) from None
+        except ConfigError as error:  # the Trainer's other checks: at the key their message names first
             raise ConfigError(self._locate(error.message), error.message) from None
         except RuntimeError as error:  # e.g. fsdp_config in a run that is not launched; else the machine's failure
             where = self._locate(str(error))
@@ -455,28 +456,22 @@ class TrainerHparams(Hparams):
             raise ConfigError(where, str(error)) from None
 
     def _locate(self, message: str) -> str:
-        """The recipe key a Trainer error names: a top-level field, or an entry by one of its fields.
+        """The recipe key a Trainer error is about, other than its arguments' values (those come as problems).
 
-        The first ``name=`` in the message wins; failing that, the first field name with an underscore in it (a word
-        such as ``fsdp_config`` is not prose), then the path of ``load_path`` or ``save_folder``. An entry's fields
-        locate the entry (``schedulers.cosine_decay``).
+        Messages name their argument first (``autoresume=True needs ...``, ``fsdp_config was given ...``): a top-level
+        field, or a field of an entry, which locates the entry (``warmup_time=...``: ``schedulers.cosine_decay``). A
+        message about a file names it by its path (``load_path``, ``save_folder``).
         """
-        candidates: dict[str, str] = {field.name: field.name for field in dataclasses.fields(self)}
+        first = "".join(itertools.takewhile(lambda c: c.isalnum() or c == "_", message))
+        if first in {field.name for field in dataclasses.fields(self)}:
+            return first
         for field in (*_ONE_OF, *_SETS):
             value = getattr(self, field)
             entries = value.items() if field in _SETS else [] if value is None else [(None, value)]
             for name, entry in entries:
-                path = f"{field}.{name}" if name is not None else self._path(field)
-                candidates |= {f.name: path for f in dataclasses.fields(entry) if f.name not in candidates}
-        for pattern, names in (("{}=", list(candidates)), ("{}\\b", [name for name in candidates if "_" in name])):
-            found = [
-                (match.start(), name)
-                for name in names
-                for match in re.finditer(r"(?<![\w.])" + pattern.format(re.escape(name)), message)
-            ]
-            if found:
-                return candidates[min(found)[1]]
-        for name in ("load_path", "save_folder"):  # a message about a file names it by its path
+                if first in {f.name for f in dataclasses.fields(entry)}:
+                    return f"{field}.{name}" if name is not None else self._path(field)
+        for name in ("load_path", "save_folder"):
             value = getattr(self, name)
             if value and str(value) in message:
                 return name

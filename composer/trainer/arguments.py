@@ -1,9 +1,12 @@
 """The Trainer's arguments checked where they are given, so that a mistake is named at its cause.
 
-A single object where a list is expected becomes a one-element list; a class where an instance is expected, a
-registry name, a config object or an object of the wrong kind is refused naming the argument, the value, what is
-accepted and what to type instead. An unknown keyword is refused with the nearest parameter. Once the model surgery
-of ``INIT`` is done, the optimizers must train the model they are given with (:func:`check_optimizer_params`).
+The one validator of the Trainer's arguments. :func:`argument_problems` checks the values (ranges, times, names,
+pairs that must agree) and returns every problem at once, each an :class:`ArgumentProblem` (argument, value,
+message, fix); the Trainer raises them (:func:`check_arguments`), and a recipe reports them at its keys, which are
+the same names. A single object where a list is expected becomes a one-element list; a class where an instance is
+expected, a registry name, a config object or an object of the wrong kind is refused naming the argument, the value,
+what is accepted and what to type instead (unknown keywords: :mod:`composer.trainer.keywords`). Once the model
+surgery of ``INIT`` is done, the optimizers must train the model they are given with (:func:`check_optimizer_params`).
 
 Example:
     >>> from composer.callbacks import LRMonitor
@@ -17,13 +20,11 @@ Example:
 
 from __future__ import annotations
 
-import difflib
-import functools
-import inspect
+import dataclasses
 import math
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ParamSpec, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import torch
 from torch.optim.lr_scheduler import LRScheduler
@@ -34,12 +35,18 @@ from composer.core.data_spec import DataSpec
 from composer.core.evaluator import Evaluator
 from composer.core.hparams import Hparams
 from composer.core.logging.logger import LoggerDestination, LogLevel
+from composer.core.precision import Precision
 from composer.core.time import Time, TimeUnit
 from composer.loggers.console import ConsoleLogger
 
 __all__ = [
+    "SEED_LIMIT",
+    "ArgumentError",
+    "ArgumentProblem",
     "algorithm_list",
+    "argument_problems",
     "callback_list",
+    "check_arguments",
     "check_grad_accum",
     "check_optimizer_params",
     "check_optimizers",
@@ -48,137 +55,9 @@ __all__ = [
     "check_train_data",
     "console_loggers",
     "evaluator_list",
-    "explain_unknown_keywords",
     "logger_list",
     "steps_per_epoch",
 ]
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-# Keywords that other libraries or earlier Composer versions use -> the Trainer's parameter. Literal, so that a name
-# difflib finds nothing close to (max_epochs and max_duration share only 'max_') still gets its answer.
-_RENAMED: dict[str, str] = {
-    "max_epochs": "max_duration",
-    "num_epochs": "max_duration",
-    "num_train_epochs": "max_duration",
-    "epochs": "max_duration",
-    "max_steps": "max_duration",
-    "max_batches": "max_duration",
-    "max_iters": "max_duration",
-    "duration": "max_duration",
-    "optimizer": "optimizers",
-    "scheduler": "schedulers",
-    "lr_scheduler": "schedulers",
-    "lr_schedulers": "schedulers",
-    "logger": "loggers",
-    "callback": "callbacks",
-    "algorithm": "algorithms",
-    "train_loader": "train_dataloader",
-    "eval_loader": "eval_dataloader",
-    "val_dataloader": "eval_dataloader",
-    "load_path_format": "load_path",
-    "save_name_format": "save_filename",
-    "load_strict": "load_strict_model_weights",
-    "validate_every_n_epochs": "eval_interval",
-    "validate_every_n_batches": "eval_interval",
-    "device_train_microbatch_size": "grad_accum",
-    "gradient_accumulation_steps": "grad_accum",
-    "accumulate_grad_batches": "grad_accum",
-    "gradient_clip_val": "grad_clip_norm",
-    "max_grad_norm": "grad_clip_norm",
-    "checkpoint_folder": "save_folder",
-    "parallelism_config": "fsdp_config",
-    "load_object_store": "storage_options",
-}
-# Duration keywords that count in one unit -> that unit, to write the value over as a max_duration.
-_DURATION_UNITS: dict[str, str] = {
-    "max_epochs": "ep",
-    "num_epochs": "ep",
-    "num_train_epochs": "ep",
-    "epochs": "ep",
-    "max_steps": "ba",
-    "max_batches": "ba",
-    "max_iters": "ba",
-}
-_LEARNING_RATE_KEYWORDS = ("lr", "learning_rate")
-
-
-def explain_unknown_keywords(function: Callable[P, R]) -> Callable[P, R]:
-    """Wraps a keyword-only ``__init__`` so that an unknown keyword raises naming the nearest parameter.
-
-    The wrapper keeps the signature (``inspect.signature`` follows ``__wrapped__``) and the types (``ParamSpec``);
-    a known keyword costs one set lookup.
-
-    Example:
-        >>> class Run:
-        ...     @explain_unknown_keywords
-        ...     def __init__(self, *, max_duration: str) -> None:
-        ...         self.max_duration = max_duration
-        >>> Run(max_epochs=2)
-        Traceback (most recent call last):
-        ...
-        TypeError: Run() got an unexpected keyword argument 'max_epochs'. Did you mean max_duration='2ep'? ...
-    """
-    names = [name for name in inspect.signature(function).parameters if name != "self"]
-    known = frozenset(names)
-    parts = function.__qualname__.split(".")
-    owner = parts[-2] if len(parts) > 1 else parts[-1]  # the class of an __init__
-
-    @functools.wraps(function)
-    def checked(*args: P.args, **kwargs: P.kwargs) -> R:
-        unknown = [name for name in kwargs if name not in known]
-        if unknown:
-            raise TypeError(" ".join(_unknown_keyword(owner, name, kwargs, names) for name in unknown))
-        return function(*args, **kwargs)
-
-    return checked
-
-
-def _unknown_keyword(owner: str, name: str, kwargs: Mapping[str, Any], names: Sequence[str]) -> str:
-    message = f"{owner}() got an unexpected keyword argument {name!r}."
-    value = kwargs[name]
-    if name == "device_train_microbatch_size" and "grad_accum" in names:
-        return f"{message} {_microbatch_size_to_grad_accum(value, kwargs.get('train_dataloader'))}"
-    if name in _LEARNING_RATE_KEYWORDS:
-        return (
-            f"{message} The learning rate belongs to the optimizer: optimizers=torch.optim.SGD(model.parameters(), "
-            f"lr={value!r})."
-        )
-    target = _RENAMED.get(name)
-    if target is None or target not in names:
-        close = difflib.get_close_matches(name, names, n=1)
-        target = close[0] if close else None
-    if target is None:
-        return f"{message} The parameters are: {', '.join(names)}."
-    unit = _DURATION_UNITS.get(name)
-    if target == "max_duration" and unit is not None and isinstance(value, int) and not isinstance(value, bool):
-        return (
-            f"{message} Did you mean max_duration='{value}{unit}'? max_duration takes a time such as '10ep' or "
-            "'500ba' (an int counts epochs)."
-        )
-    return f"{message} Did you mean {target}?"
-
-
-def _microbatch_size_to_grad_accum(size: Any, train_dataloader: Any) -> str:
-    """How to write MosaicML Composer v0.32.1's ``device_train_microbatch_size`` as ``grad_accum``."""
-    what = (
-        "Use grad_accum: it counts the microbatches each batch is split into, not the samples per microbatch "
-        "(v0.32.1's device_train_microbatch_size)."
-    )
-    if size == "auto":
-        return f"{what} device_train_microbatch_size='auto' is grad_accum='auto'."
-    batch_size = getattr(getattr(train_dataloader, "dataloader", train_dataloader), "batch_size", None)
-    if isinstance(size, int) and size >= 1 and isinstance(batch_size, int) and batch_size >= 1:
-        count = -(-batch_size // size)
-        return (
-            f"{what} Convert with grad_accum = ceil(batch_size / device_train_microbatch_size): your train_dataloader's "
-            f"batch_size is {batch_size}, so device_train_microbatch_size={size} is grad_accum={count}."
-        )
-    return (
-        f"{what} Convert with grad_accum = ceil(batch_size / device_train_microbatch_size): a batch of 256 with "
-        "device_train_microbatch_size=64 is grad_accum=4; 'auto' is grad_accum='auto'."
-    )
 
 
 def console_loggers(log_to_console: bool, console_log_interval: str | Time[Any] | int | None) -> list[ConsoleLogger]:
@@ -579,3 +458,239 @@ def evaluator_list(eval_dataloader: Any, interval: Any, subset: int | None) -> l
     if len(set(labels)) != len(labels):
         raise ValueError(f"Evaluator labels must be unique, got {labels}; give each Evaluator its own label.")
     return evaluators
+
+
+# ---- the values of the arguments: every problem at once ------------------------------------------------------------
+
+SEED_LIMIT = 2**32
+"""Seeds lie in [0, SEED_LIMIT): NumPy's global generator, which every run seeds, takes no others."""
+
+_NO_VALUE = object()
+
+
+@dataclasses.dataclass(frozen=True)
+class ArgumentProblem:
+    """What is wrong with one of the Trainer's arguments (or a pair that must agree), and what to write instead.
+
+    The Trainer raises these (:class:`ArgumentError`); a recipe reports them at its keys, which are the arguments'
+    names, with the value as YAML writes it.
+
+    Args:
+        argument: The keyword (``'seed'``), or the keywords of a pair (``'max_duration and scale_schedule_ratio'``).
+        value: The value given (none for a pair: the message names both values).
+        message: What was expected; ``{none}`` stands for None (``null`` in a recipe).
+        fix: Values that work, the first the usual one; none when the message says what to do.
+        separator: Between the value and the message: ``;``, or ``:`` before a sentence of another check.
+
+    Example:
+        >>> problem = ArgumentProblem("seed", -1, "expected an integer >= 0, or {none} for a random seed", (0,))
+        >>> str(problem)
+        'seed=-1; expected an integer >= 0, or None for a random seed. To fix: seed=0.'
+        >>> problem.for_recipe()
+        'received -1; expected an integer >= 0, or null for a random seed. Set seed: 0.'
+    """
+
+    argument: str
+    value: Any
+    message: str
+    fix: tuple[Any, ...] = ()
+    separator: str = ";"
+
+    def __str__(self) -> str:
+        message = self.message.replace("{none}", "None").rstrip(".")
+        fix = " or ".join(f"{self.argument}={value!r}" for value in self.fix)
+        given = "" if self.value is _NO_VALUE else f"{self.argument}={self.value!r}{self.separator} "
+        return f"{given}{message}." + (f" To fix: {fix}." if fix else "")
+
+    def for_recipe(self) -> str:
+        """The problem as a recipe's key reports it: ``received VALUE; MESSAGE. Set KEY: VALUE.``"""
+        message = self.message.replace("{none}", "null").rstrip(".")
+        fix = ", or ".join(f"{self.argument}: {_yaml(value)}" for value in self.fix)
+        given = "" if self.value is _NO_VALUE else f"received {self.value!r}{self.separator} "
+        return f"{given}{message}." + (f" Set {fix}." if fix else "")
+
+
+class ArgumentError(ValueError):
+    """The Trainer's arguments have problems (:attr:`problems`); the message lists them all, one per line."""
+
+    def __init__(self, problems: Sequence[ArgumentProblem]) -> None:
+        self.problems = list(problems)
+        lines = [str(problem) for problem in self.problems]
+        text = (
+            lines[0]
+            if len(lines) == 1
+            else f"{len(lines)} problems in the Trainer's arguments:\n  " + "\n  ".join(lines)
+        )
+        super().__init__(text)
+
+
+def check_arguments(arguments: Mapping[str, Any]) -> None:
+    """Raises an :class:`ArgumentError` listing every problem :func:`argument_problems` finds (none: returns)."""
+    problems = argument_problems(arguments)
+    if problems:
+        raise ArgumentError(problems)
+
+
+def argument_problems(arguments: Mapping[str, Any]) -> list[ArgumentProblem]:
+    """Checks the values of the Trainer's arguments, each on its own, and the pairs that must agree.
+
+    The one place these values are checked: the Trainer calls it first thing, and a recipe calls it on its keys
+    before it builds anything. An argument that is absent, None, or of a type checked elsewhere (an object the
+    Trainer builds with) is not checked here.
+
+    Args:
+        arguments: Keyword -> value, as given to the Trainer.
+
+    Returns:
+        list[ArgumentProblem]: One per problem, grouped by kind (times first), else in the signature's order.
+
+    Example:
+        >>> [str(p) for p in argument_problems({"grad_clip_norm": -1.0, "train_subset_num_batches": 0})]
+        ['grad_clip_norm=-1.0; expected a finite number > 0 (the largest gradient norm; None clips nothing). To fix: grad_clip_norm=1.0.', 'train_subset_num_batches=0; expected an integer >= 1 (the batches per epoch), or None for all of them. To fix: train_subset_num_batches=100.']
+    """
+    values = {name: value for name, value in arguments.items() if value is not None}
+    problems = [
+        *_time_problems(values),
+        *_grad_accum_problems(values.get("grad_accum")),
+        *_positive_number(values, "grad_clip_norm", "the largest gradient norm; {none} clips nothing", 1.0),
+        *_choice_problems(values),
+        *_positive_number(values, "scale_schedule_ratio", "the factor on the run's times (1.0: as given)", 1.0),
+        *_scaled_duration_problems(values),
+        *_positive_int(values, "eval_subset_num_batches", "the batches per evaluation", "all of them", 20),
+        *_positive_int(values, "train_subset_num_batches", "the batches per epoch", "all of them", 100),
+        *_seed_problems(values.get("seed")),
+        *_keep_problems(values.get("save_num_checkpoints_to_keep")),
+        *_positive_number(values, "preemption_grace_period", "seconds to save a checkpoint after a SIGTERM", 20.0),
+        *_positive_number(values, "dist_timeout", "seconds to wait for the other processes", 300.0),
+        *_config_problems(values),
+    ]
+    return problems
+
+
+def _yaml(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _positive_int(values: Mapping[str, Any], name: str, what: str, none: str, fix: int) -> list[ArgumentProblem]:
+    value = values.get(name)
+    if isinstance(value, bool) or not isinstance(value, int) or value >= 1:
+        return []
+    return [ArgumentProblem(name, value, f"expected an integer >= 1 ({what}), or {{none}} for {none}", (fix,))]
+
+
+def _positive_number(values: Mapping[str, Any], name: str, what: str, fix: float) -> list[ArgumentProblem]:
+    value = values.get(name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (math.isfinite(value) and value > 0):
+        return []
+    return [ArgumentProblem(name, value, f"expected a finite number > 0 ({what})", (fix,))]
+
+
+def _grad_accum_problems(value: Any) -> list[ArgumentProblem]:
+    what = "the microbatches per batch"
+    if isinstance(value, str) and value.strip().lower() != "auto":
+        auto = "auto (find the largest microbatch that fits in GPU memory)"
+        return [ArgumentProblem("grad_accum", value, f"expected an integer >= 1 ({what}) or {auto}", ("auto", 2))]
+    if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+        return [ArgumentProblem("grad_accum", value, f"expected an integer >= 1 ({what}, or auto)", (1,))]
+    return []
+
+
+def _seed_problems(seed: Any) -> list[ArgumentProblem]:
+    if isinstance(seed, bool) or not isinstance(seed, int) or 0 <= seed < SEED_LIMIT:
+        return []
+    expected = f"expected an integer in [0, {SEED_LIMIT - 1}] (2**32 - 1), or {{none}} for a random seed"
+    return [ArgumentProblem("seed", seed, expected, (0,))]
+
+
+def _keep_problems(keep: Any) -> list[ArgumentProblem]:
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep == -1 or keep >= 1:
+        return []
+    expected = "expected the number of newest checkpoints to keep (an integer >= 1), or -1 to keep them all"
+    return [ArgumentProblem("save_num_checkpoints_to_keep", keep, expected, (-1, 3))]
+
+
+def _time_problems(values: Mapping[str, Any]) -> list[ArgumentProblem]:
+    problems: list[ArgumentProblem] = []
+    for name, fix in (("max_duration", "10ep"), ("eval_interval", "1ep"), ("save_interval", "1ep")):
+        value = values.get(name)
+        if not isinstance(value, (str, int, Time)) or isinstance(value, bool):
+            continue  # None, or a function (save_interval): checked where it is called
+        try:
+            time = Time.from_input(value, default_unit=TimeUnit.EPOCH)
+        except (ValueError, TypeError, OverflowError) as error:
+            units = "'10ep', '500ba', '20000sp', '1e6tok' or '0.5dur' (a plain integer means epochs)"
+            message = f"which is not a time: {str(error).rstrip('.')}. Use a number with a unit such as {units}"
+            problems.append(ArgumentProblem(name, value, message, (fix,), separator=","))
+            continue
+        if time.value <= 0:
+            problems.append(ArgumentProblem(name, value, "expected a positive time", (fix,)))
+        elif name == "max_duration" and time.unit == TimeUnit.DURATION:
+            message = "a fraction of the run, which needs a run length to refer to; expected epochs, batches, samples or tokens"
+            problems.append(ArgumentProblem(name, value, message, (fix,), separator=","))
+    return problems
+
+
+def _scaled_duration_problems(values: Mapping[str, Any]) -> list[ArgumentProblem]:
+    """``max_duration`` times ``scale_schedule_ratio`` must not round down to nothing (as the State computes it)."""
+    duration, ratio = values.get("max_duration"), values.get("scale_schedule_ratio", 1.0)
+    if duration is None or not _is_number(ratio) or not (math.isfinite(ratio) and ratio > 0) or ratio == 1:
+        return []
+    try:
+        time = Time.from_input(duration, default_unit=TimeUnit.EPOCH)
+        scaled = time * ratio
+    except (ValueError, TypeError, OverflowError):
+        return []  # reported by the time checks
+    if time.value <= 0 or scaled.value != 0:
+        return []
+    message = (
+        f"max_duration {duration!r} times scale_schedule_ratio {ratio!r} rounds down to zero, so nothing would "
+        "train. Raise scale_schedule_ratio, or give max_duration in a finer unit (batches or samples)"
+    )
+    return [ArgumentProblem("max_duration and scale_schedule_ratio", _NO_VALUE, message)]
+
+
+def _choice_problems(values: Mapping[str, Any]) -> list[ArgumentProblem]:
+    """The device (as the Trainer resolves it), the precision and the distributed strategy: names of a fixed set."""
+    from composer.distributed.ddp import DDPSyncStrategy
+    from composer.utils.devices import resolve_device
+
+    problems: list[ArgumentProblem] = []
+    device = values.get("device")
+    if isinstance(device, str):
+        try:
+            resolve_device(device)
+        except ValueError as error:
+            message = str(error).removeprefix(f"device={device!r} but ")
+            problems.append(ArgumentProblem("device", device, message, separator=":"))
+    for name, choices in (
+        ("precision", [p.value for p in Precision]),
+        ("ddp_sync_strategy", [s.value for s in DDPSyncStrategy]),
+    ):
+        value = values.get(name)
+        if isinstance(value, str) and value not in choices:
+            problems.append(ArgumentProblem(name, value, f"expected one of {choices}", (choices[0],)))
+    return problems
+
+
+def _config_problems(values: Mapping[str, Any]) -> list[ArgumentProblem]:
+    """``fsdp_config`` and ``profiler`` given as mappings: their keys and values, as their classes check them."""
+    from composer.distributed.fsdp import FSDPConfig
+    from composer.profiler.profiler import Profiler
+
+    problems: list[ArgumentProblem] = []
+    for name, config_class in (("fsdp_config", FSDPConfig), ("profiler", Profiler)):
+        config = values.get(name)
+        if isinstance(config, Mapping):
+            try:
+                config_class.from_dict(config)
+            except (ValueError, TypeError) as error:
+                problems.append(ArgumentProblem(name, dict(config), str(error), separator=":"))
+    return problems

@@ -37,6 +37,7 @@ from composer.profiler.profiler import Profiler, ProfilerSession, resolve_profil
 from composer.trainer.arguments import (
     algorithm_list,
     callback_list,
+    check_arguments,
     check_grad_accum,
     check_optimizer_params,
     check_optimizers,
@@ -45,7 +46,6 @@ from composer.trainer.arguments import (
     check_train_data,
     console_loggers,
     evaluator_list,
-    explain_unknown_keywords,
     logger_list,
     steps_per_epoch,
 )
@@ -53,6 +53,7 @@ from composer.trainer.checkpointing import Checkpointing, epoch_batches, run_con
 from composer.trainer.compilation import Compilation, compile_options
 from composer.trainer.evaluation import EvaluationLoop
 from composer.trainer.fit_warnings import warn_before_fit
+from composer.trainer.keywords import explain_unknown_keywords
 from composer.trainer.precision import autocasting, make_grad_scaler, precision_context
 from composer.trainer.preemption import Preempted, Preemption
 from composer.trainer.schedulers import TrainerSchedulers
@@ -280,14 +281,13 @@ class Trainer:
         compile_config: bool | Mapping[str, Any] | None = None,
     ) -> None:
         arguments = dict(locals())  # the run's config, saved in checkpoints
+        check_arguments(arguments)  # every value problem at once (trainer/arguments.py, which recipes call too)
         if not isinstance(model, ComposerModel):
             raise TypeError(
                 f"model must be a ComposerModel, got {type(model).__name__}. Wrap a classifier with "
                 "composer.models.ComposerClassifier(module), or subclass ComposerModel (forward and loss)."
             )
         grad_accum, auto_microbatching = check_grad_accum(grad_accum)
-        if grad_clip_norm is not None and grad_clip_norm <= 0:
-            raise ValueError(f"grad_clip_norm={grad_clip_norm!r} must be positive, or None to disable clipping.")
         # One object where a list is expected becomes a list of one; a class, a name or a wrong kind raises here.
         algorithms, callbacks, loggers = algorithm_list(algorithms), callback_list(callbacks), logger_list(loggers)
         optimizers = check_optimizers(optimizers)

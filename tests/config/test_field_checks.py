@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from composer.config import ConfigError, TrainerHparams, load_recipe
-from composer.config.field_checks import SEED_LIMIT
+from composer.trainer.arguments import SEED_LIMIT
 from tests.config.test_trainer_hparams import TINY
 
 _NUMERIC = [

@@ -427,9 +427,10 @@ def test_single_process_helpers_change_nothing(monkeypatch):
 def test_trainer_validates_its_distributed_arguments():
     model = worker.make_model(seed=0)
     loader = DataLoader(worker.train_data(), batch_size=4)
-    with pytest.raises(ValueError, match=r"ddp_sync_strategy='sometimes' is not one of \['single_auto_sync'"):
+    with pytest.raises(ValueError, match=r"ddp_sync_strategy='sometimes'; expected one of \['single_auto_sync'"):
         Trainer(model=model, train_dataloader=loader, max_duration="1ba", ddp_sync_strategy="sometimes")
-    with pytest.raises(ValueError, match="dist_timeout=0 must be a positive number of seconds"):
+    expected = r"dist_timeout=0; expected a finite number > 0 \(seconds to wait for the other processes\)\. To fix: "
+    with pytest.raises(ValueError, match=expected):
         Trainer(model=model, train_dataloader=loader, max_duration="1ba", dist_timeout=0)
     trainer = Trainer(model=model, train_dataloader=loader, max_duration="1ba", progress_bar=False)
     assert trainer.ddp_model is None

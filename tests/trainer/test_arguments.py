@@ -12,7 +12,8 @@ from composer import Trainer
 from composer.algorithms import LabelSmoothing, LayerFreezing
 from composer.callbacks import LRMonitor
 from composer.loggers import InMemoryLogger
-from composer.trainer.arguments import explain_unknown_keywords
+from composer.trainer.arguments import ArgumentError, argument_problems
+from composer.trainer.keywords import explain_unknown_keywords
 from tests.common import SimpleModel, make_dataloader
 
 
@@ -213,3 +214,38 @@ def test_layer_freezing_raises_no_optimizer_warning():
         trainer.fit()
     assert not any("in no optimizer" in str(w.message) for w in caught)
     assert not all(p.requires_grad for p in trainer.state.model.parameters())  # it did freeze layers
+
+
+def test_every_value_problem_of_the_arguments_is_raised_at_once():
+    """trainer/arguments.py is the one validator of the values: the Trainer raises all its problems, named by argument."""
+    model, loader = SimpleModel(), make_dataloader(num_samples=16, batch_size=4)
+    with pytest.raises(ArgumentError) as info:
+        Trainer(
+            model=model,
+            train_dataloader=loader,
+            max_duration="1ep",
+            grad_clip_norm=0.0,
+            train_subset_num_batches=0,
+            seed=-1,
+            precision="fp64",
+        )
+    problems = info.value.problems
+    assert [p.argument for p in problems] == ["grad_clip_norm", "precision", "train_subset_num_batches", "seed"]
+    message = str(info.value)
+    assert message.startswith("4 problems in the Trainer's arguments:\n  grad_clip_norm=0.0; expected a finite number")
+    assert (
+        "seed=-1; expected an integer in [0, 4294967295] (2**32 - 1), or None for a random seed. To fix: seed=0."
+        in message
+    )
+    assert "precision='fp64'; expected one of ['fp32', " in message
+    # The same problems, as a recipe reports them at its keys (composer.config.field_checks).
+    assert problems[-1].for_recipe().endswith("or null for a random seed. Set seed: 0.")
+
+
+def test_argument_problems_leave_alone_what_they_do_not_check():
+    assert argument_problems({"max_duration": "2ep", "seed": None, "save_interval": lambda state: True}) == []
+    (problem,) = argument_problems({"max_duration": "1ep", "scale_schedule_ratio": 0.5})
+    assert problem.argument == "max_duration and scale_schedule_ratio" and "rounds down to zero" in str(problem)
+    (problem,) = argument_problems({"grad_accum": "automatic"})
+    assert str(problem).endswith("To fix: grad_accum='auto' or grad_accum=2.")
+    assert problem.for_recipe().endswith("Set grad_accum: auto, or grad_accum: 2.")
