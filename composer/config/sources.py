@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from composer._docstrings import args_section
+
 __all__ = ["ConfigSource", "FieldSource", "SourceReader", "docstring_args", "file_digest", "plain", "targets"]
 
 
@@ -77,38 +79,8 @@ def plain(line: str) -> str:
 
 
 def docstring_args(doc: str) -> dict[str, str]:
-    """The ``Args:`` section of a Google-style docstring: each argument's description, joined onto one line.
-
-    Example:
-        >>> docstring_args('''Scales.
-        ...
-        ... Args:
-        ...     factor (float): How much;
-        ...         at least 0.
-        ...     name: Its name.
-        ...
-        ... Returns:
-        ...     Nothing.''')
-        {'factor': 'How much; at least 0.', 'name': 'Its name.'}
-    """
-    args: dict[str, str] = {}
-    lines = doc.splitlines()
-    starts = [i for i, line in enumerate(lines) if line.strip() in ("Args:", "Arguments:", "Attributes:")]
-    if not starts:
-        return args
-    indent = len(lines[starts[0]]) - len(lines[starts[0]].lstrip())
-    current = ""
-    for line in lines[starts[0] + 1 :]:
-        depth = len(line) - len(line.lstrip())
-        if line.strip() and depth <= indent:
-            break
-        entry = re.match(r"\s*\*{0,2}(\w+)(?: \(.*?\))?: ?(.*)$", line)
-        if entry and (not current or depth <= indent + 4):
-            current = entry.group(1)
-            args[current] = entry.group(2).strip()
-        elif current and line.strip():
-            args[current] = f"{args[current]} {line.strip()}".strip()
-    return {name: plain(text) for name, text in args.items()}
+    """The ``Args:`` section of a Google-style docstring (:func:`composer._docstrings.args_section`), as plain text."""
+    return {name: plain(text) for name, text in args_section(doc).items()}
 
 
 def file_digest(path: Path) -> str:

@@ -66,6 +66,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar, cast, dataclass_
 import pydantic
 import pydantic.dataclasses
 
+from composer._docstrings import args_section
+
 __all__ = [
     "REQUIRED",
     "DerivedHparams",
@@ -278,8 +280,6 @@ def _explain(cls: type[Any], error: pydantic.ValidationError) -> str:
 REQUIRED: Any = dataclasses.MISSING
 """In :func:`hparams_for`'s ``defaults``: the field has no default (a recipe must give it)."""
 
-_SECTION = re.compile(r"^(\s*)(Args|Arguments|Parameters):\s*$")
-_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
 _CONTAINERS = (list, tuple, set, frozenset, dict, Sequence, MutableSequence, Mapping, MutableMapping, Iterable)
 
 
@@ -524,34 +524,9 @@ def argument_docs(target: Any) -> dict[str, str]:
         >>> argument_docs(f)
         {'a': 'The first number.', 'b': 'The second.'}
     """
-    docs = _parse_args(inspect.getdoc(target) or "")
+    docs = args_section(inspect.getdoc(target) or "")
     if not docs and isinstance(target, type):
-        docs = _parse_args(inspect.getdoc(getattr(target, "__init__", None)) or "")
-    return docs
-
-
-def _parse_args(docstring: str) -> dict[str, str]:
-    docs: dict[str, str] = {}
-    section: int | None = None
-    current: str | None = None
-    entry_indent = 0
-    for line in docstring.splitlines():
-        indent = len(line) - len(line.lstrip())
-        heading = _SECTION.match(line)
-        if heading:
-            section, current = len(heading.group(1)), None
-            continue
-        if section is None or not line.strip():
-            continue
-        if indent <= section:
-            section, current = None, None
-            continue
-        entry = _ENTRY.match(line.strip())
-        if entry and (current is None or indent <= entry_indent):
-            current, entry_indent = entry.group(1), indent
-            docs[current] = entry.group(3).strip()
-        elif current is not None:
-            docs[current] = f"{docs[current]} {line.strip()}".strip()
+        docs = args_section(inspect.getdoc(getattr(target, "__init__", None)) or "")
     return docs
 
 
