@@ -1,50 +1,30 @@
-"""The typed config base that every ``*Hparams`` class in the library builds on.
+"""Config classes: typed dataclasses of plain values that YAML keys map to one to one, and the object each builds.
 
-A config class is a dataclass of plain values (numbers, strings, lists, nested configs) that YAML keys map to one to one,
-plus :meth:`Hparams.initialize_object`, which builds the object the config describes. Decorate the class with
-:func:`hparams` and subclass :class:`Hparams`:
+Most are derived from the constructor they build, in one line, with :func:`hparams_for`: a field per argument with
+its type, default and doc, :meth:`Hparams.initialize_object` calling the constructor, whose own checks are the
+config's. A class that adds logic (a dataset, a model, a recipe's own keys) is written out: decorate it with
+:func:`hparams` and subclass :class:`Hparams`. Either way:
 
-* fields are validated when the object is built and again on every assignment (pydantic v2 dataclasses underneath);
+* fields are validated when the config is built and again on every assignment (pydantic v2 dataclasses underneath);
 * unknown keys are rejected, and the error lists the valid ones;
 * a value of the wrong type raises a :class:`ValueError` that names the class, the field, the value received and the
   type expected;
-* :meth:`Hparams.validate` is a hook for checks that span several fields or need more than a type (``lr > 0``);
 * ``dataclasses.asdict`` works, so :meth:`Hparams.to_dict` and :meth:`Hparams.from_dict` round-trip.
 
 Example:
-    >>> from composer.core.hparams import Hparams, hparams
-    >>> @hparams
-    ... class RampHparams(Hparams):
-    ...     steps: int
-    ...     peak: float = 1.0
-    ...
-    ...     def validate(self) -> None:
-    ...         if self.steps <= 0:
-    ...             raise ValueError(f"steps must be positive, got {self.steps}; set steps to 1 or more.")
-    ...
-    ...     def initialize_object(self) -> list[float]:
-    ...         return [self.peak * (i + 1) / self.steps for i in range(self.steps)]
-    >>> config = RampHparams.from_dict({"steps": 4})
-    >>> config
-    RampHparams(steps=4, peak=1.0)
-    >>> config.initialize_object()
-    [0.25, 0.5, 0.75, 1.0]
-    >>> config.to_dict()
-    {'steps': 4, 'peak': 1.0}
-    >>> RampHparams.from_dict({"steps": 4, "height": 2.0})
+    >>> from composer.algorithms import LabelSmoothing
+    >>> LabelSmoothingHparams = hparams_for(LabelSmoothing)
+    >>> config = LabelSmoothingHparams.from_dict({"alpha": 0.1})
+    >>> config, config.initialize_object()
+    (LabelSmoothingHparams(alpha=0.1), LabelSmoothing(alpha=0.1))
+    >>> LabelSmoothingHparams.from_dict({"alpha": 0.1, "beta": 2.0})
     Traceback (most recent call last):
     ...
-    ValueError: RampHparams got unknown key(s) ['height']; the valid keys are ['steps', 'peak']. ...
-    >>> RampHparams.from_dict({"steps": "four"})
+    ValueError: LabelSmoothingHparams got unknown key(s) ['beta']; the valid keys are ['alpha']. ...
+    >>> config.alpha = "much"
     Traceback (most recent call last):
     ...
-    ValueError: Invalid RampHparams: field 'steps' received 'four' (str) but expects int ...
-    >>> config.steps = 0
-    Traceback (most recent call last):
-    ...
-    ValueError: Invalid RampHparams: steps must be positive, got 0; set steps to 1 or more.
-    >>> config.steps
-    4
+    ValueError: Invalid LabelSmoothingHparams: field 'alpha' received 'much' (str) but expects float ...
 """
 
 from __future__ import annotations
