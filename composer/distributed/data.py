@@ -295,8 +295,8 @@ def batch_totals(
     When every rank's batches are as large (a DataLoader over a ``DistributedSampler`` with a ``batch_size``,
     samples counted the default way) and the data has no tokens, that is ``num_samples x world_size``, exactly and
     without communicating; otherwise the counts are summed with an all-reduce (token counts differ across ranks),
-    which carries ``flag`` too (the Trainer's request to stop: :class:`~composer.distributed.stop_agreement.StopAgreement`).
-    Unlaunched: the counts as they are, and ``flag``.
+    which carries ``flag`` too (the Trainer's request to stop:
+    :class:`~composer.distributed.stop_agreement.StopAgreement`). Unlaunched: the counts as they are, and ``flag``.
 
     Example:
         >>> batch_totals(DataSpec([]), 8, None)

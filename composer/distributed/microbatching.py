@@ -13,7 +13,8 @@ only when it changed), and when an attempt raises :class:`torch.cuda.OutOfMemory
 2. the microbatch count doubles (:func:`next_grad_accum`: the microbatch size halves), capped at one sample per
    microbatch; a microbatch of one sample that still runs out of memory raises :class:`MicrobatchTooSmallError`;
 3. the new count is logged (``trainer/grad_accum`` and ``trainer/microbatch_size`` through the Logger, and a warning
-   on Python's ``logging``), and kept in ``state.grad_accum``, so checkpoints carry it and a resumed run continues at it;
+   on Python's ``logging``), and kept in ``state.grad_accum``, so checkpoints carry it and a resumed run continues at
+   it;
 4. the retry point is put back, and the attempt runs again on the same batch, with the same random draws.
 
 The batch itself is kept: ``AFTER_DATALOADER`` and ``BATCH_START`` (where algorithms change the batch) fired once and

@@ -3,10 +3,10 @@ collective that another will never join: :class:`OutOfMemoryAgreement`.
 
 With ``grad_accum='auto'`` an attempt at a batch may fail on one rank and not on the others. Afterwards every rank
 must learn of it (and retry) and none may be stuck. Under DistributedDataParallel the attempt communicates nothing
-(its gradients are averaged once the ranks agree, see :mod:`composer.distributed.microbatching`), so one all-reduce after
-the attempt suffices. Under FSDP the forward and backward passes are chains of collectives (each unit all-gathers its
-parameters before it runs, the backward reduce-scatters the gradients): a rank that ran out of memory stops in the
-middle of the chain while the others go on to the next collective.
+(its gradients are averaged once the ranks agree, see :mod:`composer.distributed.microbatching`), so one all-reduce
+after the attempt suffices. Under FSDP the forward and backward passes are chains of collectives (each unit
+all-gathers its parameters before it runs, the backward reduce-scatters the gradients): a rank that ran out of memory
+stops in the middle of the chain while the others go on to the next collective.
 
 So every FSDP collective is preceded by a *checkpoint* (:meth:`OutOfMemoryAgreement.checkpoint`): FSDP calls a
 communication object of ours (:func:`install_fsdp_checkpoints`, through ``FSDPModule.set_custom_all_gather`` and

@@ -71,7 +71,8 @@ class Parallelism:
       samples and tokens of all ranks (:meth:`totals`) and keeps FSDP's evaluation forward passes in step
       (:meth:`eval_batches`);
     * after a SIGTERM or SIGINT, has every rank stop after the same batch (:attr:`stop`, a
-      :class:`~composer.distributed.stop_agreement.StopAgreement`: on the counts' all-reduce, or a check about once a second);
+      :class:`~composer.distributed.stop_agreement.StopAgreement`: on the counts' all-reduce, or a check about once a
+      second);
     * keeps the console and file destinations on rank 0 (:meth:`rank_zero_destinations`), and while ``fit`` runs
       (:meth:`running`) names the rank that raised an error or stopped answering.
 
@@ -124,7 +125,7 @@ class Parallelism:
         self.beat: dist.Heartbeat | None = None
         # What no_sync and the heartbeat's hook apply to: the DDP wrapper or the FSDP-sharded model; None unlaunched.
         self._synced: torch.nn.Module | None = None
-        # After a signal, the batch every rank stops after (composer.trainer.preemption), agreed at little cost per step.
+        # After a signal, the batch every rank stops after (the Trainer's preemption), agreed at little cost per step.
         self.stop = StopAgreement(self.launched)
 
     @property

@@ -137,12 +137,11 @@ def heartbeat(model: torch.nn.Module | None, timer: Timer) -> Iterator[dist.Hear
 
     Each training forward pass through ``model`` (the DDP wrapper or the FSDP-sharded model: the same number of
     passes on every rank; with ``grad_accum='auto'`` the passes of an attempt that every rank runs again are taken
-    back, see :class:`~composer.distributed.microbatching.Microbatching`) advances it, through a forward pre-hook (about a
-    microsecond). Its thread publishes the
-    progress and the batch (``timer.batch``) to the process group's store once a second at most; when the ranks have waited
-    ``dist_timeout`` (the process group's timeout) for a rank that fell behind, every rank prints which one stopped
-    answering and where, and ends with exit status 1, so that ``torchrun`` stops the job at once. Unlaunched, or
-    without a model to hook: nothing.
+    back, see :class:`~composer.distributed.microbatching.Microbatching`) advances it, through a forward pre-hook
+    (about a microsecond). Its thread publishes the progress and the batch (``timer.batch``) to the process group's
+    store once a second at most; when the ranks have waited ``dist_timeout`` (the process group's timeout) for a rank
+    that fell behind, every rank prints which one stopped answering and where, and ends with exit status 1, so that
+    ``torchrun`` stops the job at once. Unlaunched, or without a model to hook: nothing.
 
     Example:
         >>> with heartbeat(None, Timer()):
