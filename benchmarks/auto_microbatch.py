@@ -1,7 +1,7 @@
 """What ``grad_accum='auto'`` costs when nothing runs out of memory: step time against a fixed ``grad_accum=1``.
 
-With ``'auto'`` the Trainer captures, before each batch, what a retry would need (the random states and the model's
-buffers). This measures that price on a small model, where it weighs most: an MLP 256-512-512-10 (``--width``) with BatchNorm (so
+With ``'auto'`` the Trainer keeps, before each batch, what a retry would need (a ``RetryPoint``: the random states and
+the model's buffers). This measures that price on a small model, where it weighs most: an MLP 256-512-512-10 (``--width``) with BatchNorm (so
 there are buffers to capture), batch 64, SGD, one CPU thread. Each round trains a fresh Trainer of each kind for
 ``--steps`` steps from the same weights, in alternating order (the machine's speed drifts; interleaving spreads the
 drift over both); a Trainer's time is its ``fit`` wall time over its steps. Reported: the median over rounds of the
@@ -11,7 +11,10 @@ With ``--fsdp`` the script launches itself on 2 CPU ranks (torchrun, gloo, one t
 the MLP with FSDP, every Linear a unit: then 'auto' also passes a checkpoint (one small all-reduce, read on the host)
 before every FSDP collective (``composer.distributed.oom_agreement``), and that is what the ratio shows.
 
-Run:  .venv/bin/python benchmarks/auto_microbatch.py [--steps 400] [--rounds 7] [--fsdp]
+With ``--retry-point`` it times only what is kept before each batch (``RetryPoint.keep`` on the same model, with
+NumPy's and Python's generators as a run leaves them), per call, as the median over ``--rounds`` rounds of 1000 calls.
+
+Run:  .venv/bin/python benchmarks/auto_microbatch.py [--steps 400] [--rounds 7] [--fsdp] [--retry-point]
 """
 
 from __future__ import annotations
@@ -22,11 +25,14 @@ import statistics
 import subprocess
 import sys
 import time
+import timeit
+from types import SimpleNamespace
 
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from composer import Trainer
+from composer.distributed.microbatching import RetryPoint
 from composer.models import ComposerClassifier
 
 __all__: list[str] = []
@@ -66,13 +72,28 @@ def _seconds_per_step(grad_accum: int | str, loader: DataLoader, steps: int, fsd
     return seconds / steps
 
 
+def _retry_point_seconds(width: int, rounds: int) -> list[float]:
+    state = SimpleNamespace(rng=torch.Generator().manual_seed(0))  # RetryPoint reads only the state's rng
+    point = RetryPoint(state, _model(width))  # type: ignore[arg-type]
+    return [timeit.timeit(point.keep, number=1000) / 1000 for _ in range(rounds)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--fsdp", action="store_true", help="2 CPU ranks, the MLP sharded with FSDP")
     parser.add_argument("--width", type=int, default=512, help="the MLP's hidden width (default 512)")
+    parser.add_argument("--retry-point", action="store_true", help="time only what is kept before each batch")
     args = parser.parse_args()
+    if args.retry_point:
+        torch.set_num_threads(1)
+        times = _retry_point_seconds(args.width, args.rounds)
+        print(
+            f"RetryPoint.keep: median {1e6 * statistics.median(times):.1f} us per batch over {args.rounds} rounds "
+            f"(min {1e6 * min(times):.1f}, max {1e6 * max(times):.1f})"
+        )
+        return
     if args.fsdp and "RANK" not in os.environ:  # launch this script on 2 ranks
         command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", *sys.argv]
         raise SystemExit(subprocess.call(command))
