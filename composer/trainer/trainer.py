@@ -70,148 +70,90 @@ log = logging.getLogger(__name__)
 class Trainer:
     """Trains a :class:`~composer.models.ComposerModel`, firing every :class:`~composer.core.event.Event` in order.
 
+    Build it with a model, training data and a duration, call :meth:`fit` (again to train longer), :meth:`eval` or
+    :meth:`predict`, and :meth:`close` when done (or use it as a context manager). The same script runs on one process
+    or, launched with ``torchrun``, on many. How-tos are in the guides (``docs/guides/``): getting started, how it
+    works, checkpoints, distributed training, compiling, profiling, schedulers.
+
     Args:
         model (ComposerModel): The model (wrap a plain ``nn.Module`` classifier in ``ComposerClassifier``).
         train_dataloader (Iterable | DataSpec): Training batches.
-        max_duration (str | Time | int): How long to train (``'10ep'``, ``'500ba'``, ``'1e6sp'``, ``'2048tok'``;
-            an int means epochs). Multiplied by ``scale_schedule_ratio``. An epoch ends only when its data is exhausted:
-            a run stopped mid-epoch leaves it open, and a later ``fit`` or a resumed run of a longer duration trains
-            the rest exactly as one uninterrupted run; schedules in ``'dur'`` stretch with it (the schedulers guide).
+        max_duration (str | Time | int): How long to train: ``'10ep'``, ``'500ba'``, ``'1e6sp'``, ``'2048tok'``, or
+            an int (epochs); times ``scale_schedule_ratio``. A run that stops mid-epoch leaves the epoch open
+            (schedulers guide, "Stopping mid-epoch, extending, resuming").
         eval_dataloader (Iterable | DataSpec | Evaluator | Sequence, optional): Evaluation data; a plain loader
             becomes ``Evaluator(label='eval', eval_interval=eval_interval)``.
-        algorithms (Sequence[Algorithm], optional): Speed-up methods, in order (one algorithm: a list of one).
+        algorithms (Sequence[Algorithm], optional): Speed-up methods, in order.
         optimizers (torch.optim.Optimizer | Sequence, optional): Default: ``DecoupledSGDW(lr=0.1)``, built after
-            ``INIT`` (so it sees any model surgery). An optimizer built before ``INIT`` is updated after surgery.
+            ``INIT`` surgery; an optimizer built before it is updated to the new parameters.
         schedulers (callable | torch LRScheduler | Sequence, optional): Composer scheduler functions (multiplied
-            together, called with ``ssr``, stepped every batch) and/or torch schedulers.
-        device (str | torch.device, optional): ``'cpu'``, ``'cuda'``; default: CUDA when available.
-        grad_accum (int | str): Split each batch into this many microbatches; the update equals the full batch's.
-            ``'auto'``: start at 1 (or at a loaded checkpoint's count) and, whenever a batch runs out of GPU memory
-            (``torch.cuda.OutOfMemoryError``), free what it allocated, double the count (halve the microbatch) and
-            train the batch again from its start, with the same random draws; every rank agrees on the count (under
-            FSDP at every collective: :mod:`composer.distributed.oom_agreement`), the
-            update equals a run at the final count, and evaluation batches are split the same way. The count found
-            is logged (``trainer/grad_accum``) and saved in checkpoints, so a resumed run continues at it; to start
-            a new run at a count found before, pass it as a fixed ``grad_accum=N``. See
-            :mod:`composer.distributed.microbatching`.
+            together, stepped every batch) and/or torch schedulers.
+        device (str | torch.device, optional): ``'cpu'`` or ``'cuda'``; default: CUDA when available.
+        grad_accum (int | str): Split each batch into this many microbatches (the update equals the full batch's);
+            ``'auto'`` doubles it whenever a batch runs out of GPU memory (distributed guide).
         grad_clip_norm (float, optional): Clip the global gradient norm (after unscaling) to this value.
         precision (str | Precision): ``'fp32'``, ``'amp'`` (fp16 with a gradient scaler) or ``'bf16'``.
         scale_schedule_ratio (float): Train ``ratio x max_duration``; composer schedulers stretch to match.
-        step_schedulers_every_batch (bool): Step torch schedulers every batch (True) or every epoch. ``fit`` warns when
-            a torch scheduler stepped every batch has a period (``T_max``, ``step_size``, ``milestones``,
-            ``total_iters``) under a quarter of the run's batches: a period counted in epochs wants False.
+        step_schedulers_every_batch (bool): Step torch schedulers every batch (True) or every epoch.
         eval_interval (str | Time | int): How often a plain eval loader runs (``'1ep'``, ``'100ba'``; int = epochs).
-        eval_at_fit_end (bool): Also evaluate the weights ``fit`` ends with, with every evaluator that did not just run
-            (an interval that does not divide the run); see :mod:`composer.trainer.evaluation`.
+        eval_at_fit_end (bool): Also evaluate the weights ``fit`` ends with, with each evaluator not just run there.
         eval_subset_num_batches (int, optional): Evaluate on at most this many batches.
         train_subset_num_batches (int, optional): Use at most this many batches per epoch.
         seed (int, optional): Seeds torch, NumPy and Python; default: a fresh random seed (logged).
         deterministic_mode (bool): Use deterministic kernels only.
-        loggers (Sequence[LoggerDestination], optional): Where logged values go (one: a list of one).
-        callbacks (Sequence[Callback], optional): Observers of the loop, run after the loggers (one: a list of one).
-        progress_bar (bool): Show progress on standard error: bars on a terminal; elsewhere (a job log) a line every
-            30 s and at each epoch end, and one line per evaluation.
+        loggers (Sequence[LoggerDestination], optional): Where logged values go.
+        callbacks (Sequence[Callback], optional): Observers of the loop, run after the loggers.
+        progress_bar (bool): Show progress on standard error (bars on a terminal, a line every 30 s in a job log).
         log_to_console (bool): Print epoch-level metrics to standard error.
-        console_log_interval (str | Time | int, optional): MosaicML Composer v0.32.1's keyword; turns the console on:
-            ``'2ba'`` prints the loss every 2 batches, ``'2ep'`` or ``2`` epoch metrics every 2 epochs.
-        run_name (str, optional): The run's name, for ``{run_name}`` in ``save_folder``; default: generated from
-            the time. Give the same one on every launch of a run that uses ``autoresume``.
-        save_folder (str, optional): Save checkpoints here (``{run_name}`` is filled in); None saves nothing. A
-            local path, ``file:///ABSOLUTE/PATH``, or ``s3://BUCKET/PREFIX`` for Amazon S3 or any S3-compatible store
-            (``storage_options``): each checkpoint is written locally, then uploaded in the background; ``fit`` ends
-            once every upload is complete, and ``autoresume`` resumes from the newest sound one, stored or local.
-        save_filename (str): Checkpoint file name pattern, over ``{epoch}``, ``{batch}``, ``{sample}``, ``{token}``,
-            ``{rank}``, ``{run_name}``, ... (a ``.safetensors`` name saves weights in that format).
+        console_log_interval (str | Time | int, optional): MosaicML Composer v0.32.1's keyword: print the loss every
+            ``'2ba'``, or epoch metrics every ``'2ep'`` (or ``2``).
+        run_name (str, optional): Fills ``{run_name}`` in ``save_folder``; default: made from the time. Give the same
+            one on every launch of a run that uses ``autoresume``.
+        save_folder (str, optional): Save checkpoints here: a local path, ``file:///PATH`` or ``s3://BUCKET/PREFIX``
+            (uploaded in the background); None saves nothing (checkpoints guide).
+        save_filename (str): Checkpoint file name pattern over ``{epoch}``, ``{batch}``, ``{rank}``, ``{run_name}``,
+            ...; a ``.safetensors`` name saves the weights in that format.
         save_latest_filename (str | None): A symbolic link to the newest checkpoint; None for none.
-        save_interval (str | Time | int | Callable): How often to save: ``'1ep'``, ``'500ba'``, ``'0.25dur'``, an int
-            (epochs), or a function ``(state) -> bool``; the final state is always saved.
-        save_num_checkpoints_to_keep (int): Keep the newest N checkpoints (-1: all); the disk needs room for N+1.
+        save_interval (str | Time | int | Callable): How often to save (``'1ep'``, ``'500ba'``, ``'0.25dur'``, an int
+            of epochs, or a function ``(state, event) -> bool``); the final state is always saved.
+        save_num_checkpoints_to_keep (int): Keep the newest N checkpoints (-1: all).
         save_overwrite (bool): Allow saving into a folder that already holds this run's checkpoints.
         save_weights_only (bool): Save only the model's weights.
-        preemption_grace_period (float): On SIGTERM (or SIGINT) while ``fit`` runs, finish the batch, save it (with
-            ``save_folder``) and upload it within this many seconds of the signal, then close the callbacks and raise
-            :class:`~composer.trainer.preemption.Preempted`; at the deadline an upload is stopped, the local file kept.
-            20 fits torchrun's 30 s before SIGKILL and Kubernetes' default grace. See :mod:`~composer.trainer.preemption`.
+        preemption_grace_period (float): Seconds from a SIGTERM (or SIGINT) within which the batch in progress is
+            saved and uploaded before ``fit`` raises ``Preempted`` (:mod:`~composer.trainer.preemption`).
         handle_sigint (bool): Handle SIGINT (Ctrl-C) like SIGTERM, raising ``Interrupted``, a ``KeyboardInterrupt``.
-        load_path (str | PathLike, optional): Load this checkpoint after ``INIT``: the whole training state (training
-            then continues where it stopped) or, with ``load_weights_only``, the weights. A folder loads its newest
-            checkpoint that reads back, as ``autoresume`` picks one (names that fit ``save_filename``). Also
-            ``file://`` and ``s3://BUCKET/KEY`` (an object, or a folder of checkpoints), downloaded and verified.
-        load_weights_only (bool): Load only the model's weights from ``load_path`` (to fine-tune, say).
+        load_path (str | PathLike, optional): Load this checkpoint (a file, or a folder's newest readable one, local
+            or ``s3://``) after ``INIT``: the whole training state, or with ``load_weights_only`` the weights.
+        load_weights_only (bool): Load only the model's weights from ``load_path``.
         load_strict_model_weights (bool): Require the checkpoint's model keys to match the model's exactly.
-        load_ignore_keys (Sequence[str], optional): Glob patterns over the model's keys not to load (a new
-            classification head: ``['module.2.*']``).
-        autoresume (bool): Continue from the newest valid checkpoint in ``save_folder`` if there is one (mid-epoch
-            included, and exactly: the same batches, the same random draws), else start (or ``load_path``). Re-run
-            the same command after a crash and training goes on as if nothing had happened. If the folder holds
-            checkpoints of this run and none can be resumed (all damaged), it raises, listing each and why,
-            rather than train from the start over them; with ``save_overwrite=True`` it starts afresh.
-        storage_options (Mapping | StorageOptions, optional): How to reach the store of an ``s3://`` ``save_folder``
-            or ``load_path``: ``endpoint_url`` (any S3-compatible store), ``region_name``, ``profile_name``,
-            ``retry_budget`` (seconds), ``max_pending_uploads``, multipart settings, ``local_folder``; see
-            :class:`~composer.utils.object_store.StorageOptions`. Credentials come from the standard AWS chain, never
-            from here. The store is checked by the constructor (URL, credentials, bucket, write access).
-        on_upload_failure (str): An upload that fails for good: ``'raise'`` ends the run; ``'keep_local'`` warns
-            once, trains on and keeps the newest ``save_num_checkpoints_to_keep`` locally until the store answers.
-        dist_timeout (float): Launched on several processes: seconds any collective may wait before the job fails
-            (a rank that raised or hangs makes the others stop within this time instead of hanging).
+        load_ignore_keys (Sequence[str], optional): Glob patterns over the model's keys not to load.
+        autoresume (bool): Continue exactly from the newest valid checkpoint in ``save_folder``, if there is one.
+        storage_options (Mapping | StorageOptions, optional): How to reach the store of an ``s3://`` path (see
+            :class:`~composer.utils.object_store.StorageOptions`); credentials come from the standard AWS chain.
+        on_upload_failure (str): An upload that fails for good: ``'raise'`` ends the run; ``'keep_local'`` warns,
+            trains on and keeps the checkpoints locally until the store answers.
+        dist_timeout (float): Launched: seconds any collective may wait before the job fails.
         ddp_sync_strategy (str | DDPSyncStrategy): When gradients are all-reduced under gradient accumulation:
-            ``'single_auto_sync'`` (once per optimizer step, on the last microbatch) or ``'multi_auto_sync'`` (after
-            every microbatch).
+            ``'single_auto_sync'`` (on the last microbatch) or ``'multi_auto_sync'`` (after every microbatch).
         find_unused_parameters (bool, optional): Tell DistributedDataParallel that some parameters may get no
-            gradient; default: True when an algorithm declares it (LayerFreezing, block StochasticDepth).
-        fsdp_config (FSDPConfig | Mapping, optional): Shard the model with FSDP (torch's ``fully_shard``) instead
-            of replicating it with DistributedDataParallel: each rank keeps a 1/world_size share of every parameter,
-            gradient and optimizer state (an :class:`~composer.distributed.fsdp.FSDPConfig`, or a mapping of its fields:
-            which submodules become units, mixed precision, ...). Needs a process group: launch with ``torchrun``
-            or ``composer launch -n N`` (or create one yourself, even for a single process). Not with
-            ``precision='amp'``. See ``composer/distributed/DISTRIBUTED.md``.
-        check_finite (bool): Stop with :class:`~composer.callbacks.NonFiniteLossError`, naming the batch, when
-            the training loss is NaN or infinite, and never write a checkpoint of non-finite weights. The losses
-            are read where training waits for the device anyway (epoch ends, checkpoints, the end of ``fit``),
-            with no device sync per batch: a :class:`~composer.callbacks.nan_monitor.DeferredNaNMonitor` (pass
-            ``callbacks=[NaNMonitor()]`` to stop at the bad batch itself, before its optimizer step, for one sync
-            per microbatch). With ``precision='amp'`` too: the grad scaler skips steps whose gradients overflow,
-            but a non-finite loss is the forward pass overflowing. False turns both off, for runs that handle
-            non-finite values themselves.
-        profiler (Profiler | Mapping | bool, optional): Profile every ``fit`` with ``torch.profiler``: each event,
-            algorithm ``apply``, callback handler, dataloader wait, forward, loss, backward and optimizer step in a
-            named range; Chrome/Perfetto traces per rank on the config's wait/warmup/active/repeat schedule; at the
-            end a summary of where the time went, printed and saved with a bar chart. A
-            :class:`~composer.profiler.profiler.Profiler`, a mapping of its fields, or True for its defaults. Off
-            (None), nothing is wrapped and no step pays for it. See :mod:`composer.profiler.profiler`.
-        compile_config (bool | Mapping, optional): Compile the model's forward with ``torch.compile``: True (torch's
-            defaults: the inductor backend) or a dict of ``torch.compile`` keyword arguments
-            (``{'backend': 'inductor', 'mode': 'max-autotune'}``; ``'eager'`` or ``'aot_eager'`` for quick checks);
-            None or False (the default) runs eagerly. The model is compiled in place (``nn.Module.compile``) after
-            ``INIT`` surgery and the checkpoint load, before DDP wraps it or FSDP shards it; parameter names stay
-            plain, so compiled and eager runs load each other's checkpoints. The first forward (and the first of
-            each new shape or mode) compiles, which takes seconds to minutes; later steps are faster. Dimensions
-            that algorithms resize are marked dynamic (with inductor, images' height and width static: a graph per
-            size, of ProgressiveResizing's 4), and when an algorithm changes the modules (LayerFreezing) the forward
-            is compiled afresh once; ``trainer.compilation`` counts the graphs. See :mod:`composer.trainer.compilation`.
-
-    Launched with ``torchrun`` (``WORLD_SIZE`` > 1), the Trainer trains on all processes together: batch sizes are per
-    rank, the timer counts all ranks' samples and tokens, each rank reads its share of the data, gradients are
-    averaged by DistributedDataParallel (:attr:`ddp_model`; ``state.model`` stays your ComposerModel) or the model is
-    sharded in place with ``fsdp_config``, evaluation metrics are reduced over ranks, and only rank 0 writes
-    checkpoints (as an unsharded run) and console or file logs (:attr:`parallel`; ``composer/distributed/DISTRIBUTED.md``).
-
-    Every callback and logger is closed once (each one's ``close``, then each one's ``post_close``): by
-    :meth:`close` (or leaving a ``with Trainer(...) as trainer:`` block), when ``fit`` or the constructor raises,
-    and otherwise when the Trainer is garbage-collected or, at the latest, when the interpreter exits. ``fit`` does
-    not close, so it may be called again; a script that ends without :meth:`close` still gets its files flushed and
-    its tracking runs finished.
+            gradient; default: True when an algorithm declares it.
+        fsdp_config (FSDPConfig | Mapping, optional): Shard the model with FSDP instead of replicating it with
+            DistributedDataParallel (:class:`~composer.distributed.fsdp.FSDPConfig` or a mapping of its fields).
+        check_finite (bool): Stop with :class:`~composer.callbacks.NonFiniteLossError` when the training loss is
+            NaN or infinite, and never save non-finite weights; read without a device sync per batch.
+        profiler (Profiler | Mapping | bool, optional): Profile every ``fit`` with ``torch.profiler``
+            (:class:`~composer.profiler.profiler.Profiler`, a mapping of its fields, or True for its defaults).
+        compile_config (bool | Mapping, optional): Compile the model's forward with ``torch.compile``: True, or a
+            dict of its keyword arguments; None or False runs eagerly.
 
     Attributes:
         parallel (Parallelism): The process group, data sharding, model wrapping and gradient synchronisation.
         ddp_model (DistributedDataParallel | None): The wrapped model when launched (register DDP communication
-            hooks on it before ``fit``; if ``FIT_START``'s algorithms change the parameters' layout, ChannelsLast's,
-            a new wrapper replaces it, with the hooks); None in a single process and with ``fsdp_config``.
+            hooks on it before ``fit``); None in a single process and with ``fsdp_config``.
         fsdp_config (FSDPConfig | None): How the model is sharded; None when it is not.
         compilation (Compilation | None): How the forward is compiled (``compile_config``); None when it is not.
-        profiler (ProfilerSession | None): The profiler at work (``profiler``): its ``folder``, the ``traces`` written
-            and the last fit's ``summary``; None when not profiling.
+        profiler (ProfilerSession | None): The profiler at work: its ``folder``, the ``traces`` written and the last
+            fit's ``summary``; None when not profiling.
 
     Example:
         >>> trainer = Trainer(
