@@ -87,21 +87,8 @@ class Checkpointing:
         on_upload_failure: str = "raise",
         sharded: bool = False,
     ) -> None:
-        if autoresume and save_folder is None:
-            raise ValueError(
-                "autoresume=True needs save_folder: it resumes from the newest checkpoint saved there. Pass "
-                "save_folder (and the same run_name on every launch)."
-            )
-        if autoresume and save_weights_only:
-            raise ValueError(
-                "autoresume=True cannot resume from weights-only checkpoints; set save_weights_only=False (the "
-                "default) so that checkpoints hold the whole training state."
-            )
-        if autoresume and run_name is None and "{run_name}" in (save_folder or "") + save_filename:
-            raise ValueError(
-                f"autoresume=True with save_folder={save_folder!r} needs a run_name: the folder depends on it, and a "
-                "generated name differs on every launch. Pass the same run_name each time."
-            )
+        if autoresume:
+            _check_autoresume(run_name, save_folder, save_filename, save_weights_only)
         if isinstance(load_ignore_keys, str):
             raise TypeError(f"load_ignore_keys={load_ignore_keys!r} must be a list of glob patterns, not a string.")
         self.on_upload_failure = check_upload_failure_policy(on_upload_failure)
@@ -118,22 +105,7 @@ class Checkpointing:
             else:
                 self.save_folder = str(location)
         self._remote_load: tuple[RemoteCheckpointFolder, str] | None = None  # an s3:// load_path: folder, name
-        if load_path is not None and is_url(str(load_path)):
-            location = parse_location(str(load_path), "load_path")
-            if isinstance(location, ObjectStoreURL):
-                parent, _, name = location.prefix.rpartition("/")
-                if not name:
-                    raise ValueError(
-                        f"load_path={redact(str(load_path))!r} names a whole bucket; give the checkpoint's key "
-                        "(s3://BUCKET/PATH/ep1-ba6-rank0.pt) or the folder that holds it (s3://BUCKET/PATH)."
-                    )
-                folder = RemoteCheckpointFolder.open(
-                    ObjectStoreURL(location.bucket, parent), self.storage_options, "load_path", write=False
-                )
-                self._remote_load = (folder, name)
-                load_path = None
-            else:
-                load_path = location
+        self.load_path = self._parse_load_path(load_path)
         self.sharded = sharded
         if sharded:  # a sharded checkpoint is a folder: the default names without the file suffix
             save_filename = SHARDED_FILENAME if save_filename == DEFAULT_FILENAME else save_filename
@@ -145,13 +117,32 @@ class Checkpointing:
         self.save_num_checkpoints_to_keep = save_num_checkpoints_to_keep
         self.save_overwrite = save_overwrite
         self.save_weights_only = save_weights_only
-        self.load_path = None if load_path is None else Path(load_path)
         self.load_weights_only = load_weights_only
         self.load_strict_model_weights = load_strict_model_weights
         self.load_ignore_keys = list(load_ignore_keys or [])
         self.autoresume = autoresume
         self.loaded_path: Path | None = None
         self.saver: CheckpointSaver | None = None  # made by make_saver
+
+    def _parse_load_path(self, load_path: str | os.PathLike[str] | None) -> Path | None:
+        """``load_path`` as a local path; an ``s3://`` one opens its folder in the store (checked now, before any
+        training) into ``_remote_load`` and gives None."""
+        if load_path is None or not is_url(str(load_path)):
+            return None if load_path is None else Path(load_path)
+        location = parse_location(str(load_path), "load_path")
+        if not isinstance(location, ObjectStoreURL):
+            return Path(location)
+        parent, _, name = location.prefix.rpartition("/")
+        if not name:
+            raise ValueError(
+                f"load_path={redact(str(load_path))!r} names a whole bucket; give the checkpoint's key "
+                "(s3://BUCKET/PATH/ep1-ba6-rank0.pt) or the folder that holds it (s3://BUCKET/PATH)."
+            )
+        folder = RemoteCheckpointFolder.open(
+            ObjectStoreURL(location.bucket, parent), self.storage_options, "load_path", write=False
+        )
+        self._remote_load = (folder, name)
+        return None
 
     def make_saver(self, metadata: Mapping[str, Any], check_finite: bool = True) -> CheckpointSaver | None:
         """The callback that saves checkpoints (None without ``save_folder``); ``check_finite``: the Trainer's."""
@@ -355,6 +346,24 @@ def newest_readable(folder: CheckpointFolder, *, whole: bool) -> tuple[tuple[Pat
             continue
         return (path, checkpoint), refused
     return None, refused
+
+
+def _check_autoresume(run_name: str | None, save_folder: str | None, save_filename: str, weights_only: bool) -> None:
+    if save_folder is None:
+        raise ValueError(
+            "autoresume=True needs save_folder: it resumes from the newest checkpoint saved there. Pass "
+            "save_folder (and the same run_name on every launch)."
+        )
+    if weights_only:
+        raise ValueError(
+            "autoresume=True cannot resume from weights-only checkpoints; set save_weights_only=False (the "
+            "default) so that checkpoints hold the whole training state."
+        )
+    if run_name is None and "{run_name}" in save_folder + save_filename:
+        raise ValueError(
+            f"autoresume=True with save_folder={save_folder!r} needs a run_name: the folder depends on it, and a "
+            "generated name differs on every launch. Pass the same run_name each time."
+        )
 
 
 def _listing(refused: Sequence[tuple[Path, str]]) -> str:

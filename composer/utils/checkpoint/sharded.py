@@ -116,19 +116,7 @@ def save_sharded_checkpoint(
     if check_finite:
         _refuse_non_finite(model_state, path)
     tensors, layout = _flatten({"model": model_state})
-    optimizers_rest: list[dict[str, Any]] = []
-    if not weights_only:
-        for i, optimizer in enumerate(state.optimizers):
-            saved = optimizer.state_dict()
-            per_param: dict[Any, dict[str, Any]] = {}
-            for index, values in saved["state"].items():
-                per_param[index] = {k: v for k, v in values.items() if not isinstance(v, torch.Tensor)}
-                opt_tensors, opt_layout = _flatten(
-                    {f"optimizer/{i}/{index}": {k: v for k, v in values.items() if isinstance(v, torch.Tensor)}}
-                )
-                tensors.update(opt_tensors)
-                layout.update(opt_layout)
-            optimizers_rest.append({"state": per_param, "param_groups": saved["param_groups"]})
+    optimizers_rest = [] if weights_only else _split_optimizers(state, tensors, layout)
     rank_states = None if weights_only else gather_rank_states(state)
 
     # The name is rank 0's, the folder each rank's own: on nodes that share no disk, each writes its shards into its
@@ -178,6 +166,24 @@ def save_sharded_checkpoint(
     if state.rank != 0 and dist.get_local_rank() == 0 and tmp.is_dir():
         _replace_folder(tmp, path)  # a node that does not share rank 0's disk: its copy holds its ranks' shards
     return path
+
+
+def _split_optimizers(state: State, tensors: dict[str, torch.Tensor], layout: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each optimizer's state tensors added to ``tensors`` (and ``layout``) under DCP's flat names; the rest of its
+    state (hyperparameters, non-tensor values), numbered by parameter, returned for ``composer.pt``."""
+    optimizers_rest: list[dict[str, Any]] = []
+    for i, optimizer in enumerate(state.optimizers):
+        saved = optimizer.state_dict()
+        per_param: dict[Any, dict[str, Any]] = {}
+        for index, values in saved["state"].items():
+            per_param[index] = {k: v for k, v in values.items() if not isinstance(v, torch.Tensor)}
+            opt_tensors, opt_layout = _flatten(
+                {f"optimizer/{i}/{index}": {k: v for k, v in values.items() if isinstance(v, torch.Tensor)}}
+            )
+            tensors.update(opt_tensors)
+            layout.update(opt_layout)
+        optimizers_rest.append({"state": per_param, "param_groups": saved["param_groups"]})
+    return optimizers_rest
 
 
 def _refuse_non_finite(model_state: Mapping[str, Any], path: Path) -> None:
