@@ -139,7 +139,7 @@ class Engine:
     At every event the engine asks each algorithm whether it :meth:`~Algorithm.match`-es, applies those that do in
     the order of :func:`~composer.core.passes.order_algorithms`, then runs every callback. At ``INIT`` the callbacks
     run first, so loggers exist before algorithms log. What to call at each event is worked out once and reused
-    while :attr:`State.lists_version <composer.core.state.State.lists_version>` stays the same (it moves whenever
+    while ``state.lists_version`` (:attr:`~composer.core.state.State.lists_version`) stays the same (it moves whenever
     ``state.algorithms`` or ``state.callbacks`` change), so events nobody listens to cost next to nothing.
 
     An exception raised by an algorithm or callback propagates with a note naming who raised it at which event.

@@ -88,6 +88,14 @@ def apply_seq_length_warmup(batch: Mapping[str, Any], curr_seq_len: int, truncat
     ``truncate=True`` keeps each sequence's prefix, ``truncate=False`` re-reads all tokens in rows of
     ``curr_seq_len`` (padding the last).
 
+    Args:
+        batch: A dict of tensors with ``'input_ids'`` of shape ``(B, S)``.
+        curr_seq_len: The sequence length to cut to.
+        truncate: Keep the prefix of each sequence (True) or reshape all tokens into shorter sequences (False).
+
+    Returns:
+        Mapping: The cut batch, of the input's mapping type (the input itself when nothing needed cutting).
+
     Example:
         >>> batch = {"input_ids": torch.arange(12).view(2, 6)}
         >>> apply_seq_length_warmup(batch, curr_seq_len=4)["input_ids"]

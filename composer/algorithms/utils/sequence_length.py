@@ -2,7 +2,7 @@
 
 :func:`cut_sequences` keeps each sequence's prefix, or re-reads all tokens in rows of the new length; ALiBi's
 training-length scaling and SeqLengthWarmup's schedule both cut batches with it. The two agree on the length through
-:attr:`State.sequence_cut <composer.core.state.State.sequence_cut>`, never through each other.
+``state.sequence_cut`` (:attr:`~composer.core.state.State.sequence_cut`), never through each other.
 """
 
 from __future__ import annotations
