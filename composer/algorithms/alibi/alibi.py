@@ -115,14 +115,9 @@ def apply_alibi(
 ) -> None:
     """Removes the position embedding and makes every ``attention_module`` attend with ALiBi, in place.
 
-    1. The module at ``position_embedding_attribute`` is replaced by a :class:`ZeroPositionEmbedding` (no
-       parameters, zeros of any length up to ``max_sequence_length``): the model loses its position parameters.
-    2. Every instance of ``attention_module`` gets ``alibi_attention`` bound as its method ``attr_to_replace`` and
-       a shared :class:`AlibiBias` as its ``alibi`` attribute, from which ``alibi_attention`` reads the bias
-       (built once per length and cached). Longer inputs than ``max_sequence_length`` raise a ValueError.
-    3. ``mask_replacement_function(model, max_sequence_length)``, if given, lifts other length limits (buffers
-       sized to the original maximum).
-    4. If ``optimizers`` are given, the removed parameters leave them (with their state).
+    The position embedding becomes a :class:`ZeroPositionEmbedding` (no parameters), every attention module attends
+    with the shared :class:`AlibiBias`, and the removed parameters leave ``optimizers``; the method card
+    (``README.md``) lists the steps.
 
     Applying it again replaces the previous ALiBi set-up. The built-in policies
     (:data:`~composer.algorithms.alibi.policies.ALIBI_POLICIES`) give the arguments for

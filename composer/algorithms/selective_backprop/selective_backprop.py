@@ -166,13 +166,9 @@ def select_using_loss(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Keeps ``keep`` of the batch, sampled with probability increasing with each sample's loss (Jiang et al. 2019).
 
-    1. Per-sample losses from a forward pass without gradients, on inputs downsampled by ``scale_factor`` (linear,
-       bilinear or trilinear interpolation of the trailing dimensions of a 3-, 4- or 5-dimensional ``X``). The model
-       stays in the mode it is in, so in training mode batch-norm running statistics see this pass too.
-    2. The samples are ranked by loss; ``n = max(1, floor(keep * N + 0.5))`` of them (``keep * N`` rounded half up)
-       are drawn without replacement from ``generator`` with the weights of :func:`selection_weights`, so the
-       higher the loss, the likelier a sample is kept.
-    3. The kept samples of the full-size ``X`` and ``y`` are returned, in their original order.
+    It ranks the samples by their loss in a forward pass without gradients (on inputs downsampled by
+    ``scale_factor``), draws ``keep`` of them from ``generator``, the higher the loss the likelier, and returns
+    those samples of the full-size batch in their original order; the method card (``README.md``) gives the steps.
 
     Losses come from ``loss_fn(outputs, y)`` when given. Otherwise ``model`` must be a
     :class:`~composer.models.ComposerModel`, called on the batch ``(X, y)``, whose loss accepts ``reduction='none'``

@@ -13,28 +13,9 @@ Every operation has the signature ``op(pil_img, level, generator=None) -> pil_im
   ``[1 - 0.09 * level, 1]``; at ``level=10`` the factor ranges over ``[0.1, 10]``, at ``level=0`` it is 1;
 * autocontrast and equalize have no magnitude and ignore ``level``.
 
-=================  ===============================================  ===========================
-operation          what it does with magnitude ``s``                 identity at ``level=0``?
-=================  ===============================================  ===========================
-autocontrast       stretches each channel to ``[0, 255]``            no (no magnitude)
-equalize           flattens each channel's histogram                 no (no magnitude)
-posterize          keeps the top ``4 - int(s * 4 / 10)`` bits        no (keeps 4 bits)
-rotate             rotates by ``int(s * 30 / 10)`` degrees           yes
-solarize           inverts pixels ``>= 256 - int(s * 256 / 10)``      yes
-shear_x, shear_y   shears by a factor ``s * 0.3 / 10``                yes
-translate_x, _y    shifts by ``int(s * (size / 3) / 10)`` pixels      yes
-color, ...         enhancement factor as above                       yes
-=================  ===============================================  ===========================
-
-The ``*_original`` variants of color, contrast, brightness and sharpness reproduce the AugMix repository: their
-factor is ``s * 1.8 / 10 + 0.1``, which is always below 1.9 and at least about 0.118 (so they are never the
-identity, and mostly reduce the effect rather than exaggerate it).
-
-Randomness: an operation draws two uniforms, ``u = torch.rand(2, generator=generator)``: ``u[0]`` sets the
-magnitude (``s = low + (level - low) * u[0]``), ``u[1]`` the sign (negative when ``u[1] < 0.5``) or, for the
-enhancers, the side of 1 (below 1 when ``u[1] < 0.5``). Pass a seeded :class:`torch.Generator` for reproducible
-results; ``generator=None`` draws from torch's default generator, which is what a transform running in DataLoader
-workers should do (each worker's default generator is seeded by the DataLoader).
+The table of operations, the ``*_original`` variants and the order of the random draws are in the guide
+``docs/guides/speedup-methods.md`` ("The image operations"). Pass a seeded :class:`torch.Generator` for reproducible
+results; ``generator=None`` draws from torch's default generator, as a transform in DataLoader workers should.
 
 The named sets of these operations are in :mod:`~composer.algorithms.utils.augmentation_sets`.
 

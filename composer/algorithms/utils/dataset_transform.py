@@ -36,16 +36,9 @@ def add_vision_dataset_transform(
     """Adds ``transform`` to ``dataset.transform``, before the conversion to a tensor (or after it), once.
 
     Per-sample augmentations such as AugMix and RandAugment belong in the dataset's transform pipeline: there they
-    run in the DataLoader's worker processes, in parallel with training. Where the new step goes:
-
-    * ``dataset.transform`` is None: it becomes ``transform``;
-    * it is a torchvision ``Compose`` (v1 or v2): a new ``Compose`` of the same class with ``transform`` just before
-      the first conversion to a tensor (just after it if ``is_tensor_transform``), or at the end if there is no
-      such step. Conversions are torchvision's ``ToTensor``/``PILToTensor``/``ToImage`` and any step whose class
-      sets ``converts_to_tensor = True``, such as :class:`composer.datasets.ToNormalizedTensor`, the transform of
-      the built-in digits and synthetic datasets;
-    * it is a single transform: a ``Compose`` of the two, ``transform`` first if the existing one converts to a
-      tensor and ``transform`` works on PIL images, otherwise second.
+    run in the DataLoader's worker processes, in parallel with training. A torchvision ``Compose`` gets
+    ``transform`` just before its first conversion to a tensor (after it with ``is_tensor_transform``); the guide
+    (``docs/guides/speedup-methods.md``) gives every case.
 
     A new ``Compose`` is built rather than the existing one changed, because the same pipeline object is often shared
     with the evaluation dataset, which must not be augmented. Adding is idempotent: if ``transform`` (this very
