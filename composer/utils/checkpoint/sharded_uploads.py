@@ -67,8 +67,8 @@ class ShardedUploads:
         uploader (BackgroundUploader): This rank's worker thread.
         on_upload_failure (str): ``'raise'`` or ``'keep_local'``.
 
-    The :class:`~composer.callbacks.CheckpointSaver` of an ``s3://`` ``save_folder`` with sharded checkpoints makes
-    one; ``tests/trainer/test_sharded_store_faults.py`` shows it on two nodes whose store goes down.
+    The :class:`~composer.utils.checkpoint.RemoteFolder` of sharded checkpoints (a CheckpointSaver's ``s3://``
+    ``save_folder``) makes one; ``tests/trainer/test_sharded_store_faults.py`` shows it on two nodes whose store goes down.
     """
 
     def __init__(

@@ -77,7 +77,7 @@ class CheckpointUploads:
         uploader (BackgroundUploader): The worker thread the uploads run on.
         on_upload_failure (str): ``'raise'`` or ``'keep_local'`` (see the module's docstring).
 
-    The :class:`~composer.callbacks.CheckpointSaver` of an ``s3://`` ``save_folder`` makes one;
+    The :class:`~composer.utils.checkpoint.RemoteFolder` of a CheckpointSaver's ``s3://`` ``save_folder`` makes one;
     ``tests/trainer/test_store_faults.py`` shows both policies against a store that hangs.
     """
 
