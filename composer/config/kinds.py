@@ -1,9 +1,8 @@
 """The kinds of things a recipe names, where each kind's registry lives, and the plugins installed for them.
 
 Each kind (algorithms, models, datasets, optimizers, schedulers, callbacks, loggers) has one registry, a literal dict
-next to its classes; :data:`KINDS` says where, what a registered class must subclass, and which entry-point group
-installed packages add to it. This module imports nothing heavy: the ``composer`` command reads it before it knows
-whether it needs torch.
+next to its classes; :data:`KINDS` says where, and which entry-point group installed packages add to it. This module
+imports nothing heavy: the ``composer`` command reads it before it knows whether it needs torch.
 
 Example:
     >>> list(KINDS)
@@ -34,9 +33,6 @@ class Kind:
         noun: One entry, in messages (``"algorithm"``).
         module: The module holding the registry, next to the classes.
         registry: The attribute of ``module``: registry name -> config class.
-        config_base: ``(module, class)`` every config class of this kind subclasses.
-        built_base: ``(module, class)`` a plain class registered for this kind must subclass (its config is derived
-            from its constructor); None when only config classes can be registered.
         built: A literal dict of ``module``: name -> the class the config builds (its docstring is the summary).
         names: The literal dict of ``module`` the registry is read from without importing (default: ``registry``):
             name -> config class, or name -> built class's name when ``suffix`` is set (the config class is that name
@@ -48,8 +44,6 @@ class Kind:
     noun: str
     module: str
     registry: str
-    config_base: tuple[str, str] = ("composer.core.hparams", "Hparams")
-    built_base: tuple[str, str] | None = None
     built: str | None = None
     names: str = ""
     suffix: str = ""
@@ -65,38 +59,18 @@ class Kind:
         return self.names or self.registry
 
 
-_ALGORITHM = ("composer.core.algorithm", "Algorithm")
-_CALLBACK = ("composer.core.callback", "Callback")
-_DESTINATION = ("composer.core.logging.logger", "LoggerDestination")
-_OPTIMIZERS, _SCHEDULERS = "composer.optim.optimizer_hparams", "composer.optim.scheduler"
+_NAMES = "ALGORITHM_CLASS_NAMES"
 
 KINDS: dict[str, Kind] = {
     kind.name: kind
     for kind in (
-        Kind(
-            "algorithms",
-            "algorithm",
-            "composer.algorithms",
-            "ALGORITHM_HPARAMS",
-            built_base=_ALGORITHM,
-            built="ALGORITHM_CLASS_NAMES",
-            names="ALGORITHM_CLASS_NAMES",
-            suffix="Hparams",
-        ),
-        Kind("models", "model", "composer.config.models", "MODELS", ("composer.config.models", "ModelHparams")),
-        Kind(
-            "datasets",
-            "dataset",
-            "composer.config.datasets",
-            "DATASETS",
-            ("composer.config.datasets", "DatasetHparams"),
-        ),
-        Kind("optimizers", "optimizer", _OPTIMIZERS, "OPTIMIZERS", (_OPTIMIZERS, "OptimizerHparams")),
-        Kind("schedulers", "scheduler", _SCHEDULERS, "SCHEDULERS", (_SCHEDULERS, "SchedulerHparams")),
-        Kind(
-            "callbacks", "callback", "composer.callbacks", "CALLBACK_HPARAMS", built_base=_CALLBACK, built="CALLBACKS"
-        ),
-        Kind("loggers", "logger", "composer.loggers", "LOGGER_HPARAMS", built_base=_DESTINATION, built="LOGGERS"),
+        Kind("algorithms", "algorithm", "composer.algorithms", "ALGORITHM_HPARAMS", _NAMES, _NAMES, "Hparams"),
+        Kind("models", "model", "composer.config.models", "MODELS"),
+        Kind("datasets", "dataset", "composer.config.datasets", "DATASETS"),
+        Kind("optimizers", "optimizer", "composer.optim.optimizer_hparams", "OPTIMIZERS"),
+        Kind("schedulers", "scheduler", "composer.optim.scheduler", "SCHEDULERS"),
+        Kind("callbacks", "callback", "composer.callbacks", "CALLBACK_HPARAMS", "CALLBACKS"),
+        Kind("loggers", "logger", "composer.loggers", "LOGGER_HPARAMS", "LOGGERS"),
     )
 }
 """Each kind, in the order ``composer list`` prints them."""

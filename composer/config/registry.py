@@ -27,15 +27,30 @@ from typing import Any
 from composer.algorithms import ALGORITHM_HPARAMS
 from composer.callbacks import CALLBACK_HPARAMS
 from composer.config.config_error import ConfigError, suggest
-from composer.config.datasets import DATASETS
+from composer.config.datasets import DATASETS, DatasetHparams
 from composer.config.kinds import KINDS, EntryPoint, installed_entry_points
-from composer.config.models import MODELS
+from composer.config.models import MODELS, ModelHparams
+from composer.core.algorithm import Algorithm
+from composer.core.callback import Callback
 from composer.core.hparams import Hparams, hparams_for
+from composer.core.logging.logger import LoggerDestination
 from composer.loggers import LOGGER_HPARAMS
-from composer.optim.optimizer_hparams import OPTIMIZERS
-from composer.optim.scheduler import SCHEDULERS
+from composer.optim.optimizer_hparams import OPTIMIZERS, OptimizerHparams
+from composer.optim.scheduler import SCHEDULERS, SchedulerHparams
 
-__all__ = ["ALGORITHM_HPARAMS", "DATASETS", "MODELS", "REGISTRIES", "load_entry_points", "register"]
+__all__ = ["ALGORITHM_HPARAMS", "BASES", "DATASETS", "MODELS", "REGISTRIES", "load_entry_points", "register"]
+
+BASES: dict[str, tuple[type[Hparams], type | None]] = {
+    "algorithms": (Hparams, Algorithm),
+    "models": (ModelHparams, None),
+    "datasets": (DatasetHparams, None),
+    "optimizers": (OptimizerHparams, None),
+    "schedulers": (SchedulerHparams, None),
+    "callbacks": (Hparams, Callback),
+    "loggers": (Hparams, LoggerDestination),
+}
+"""Kind -> (the base of its config classes, the base a plain class registered for it must subclass, whose config is
+derived from its constructor; None where only config classes are registered)."""
 
 REGISTRIES: dict[str, dict[str, Any]] = {
     "algorithms": ALGORITHM_HPARAMS,
@@ -95,8 +110,7 @@ def register(kind: str, name: str, cls: type) -> type[Hparams]:
 def _config_of(kind: str, name: str, cls: Any) -> type[Hparams]:
     """The config class of ``cls``: itself when it is one of the kind's, else derived from its constructor."""
     spec = KINDS[kind]
-    config_base = getattr(importlib.import_module(spec.config_base[0]), spec.config_base[1])
-    built_base = getattr(importlib.import_module(spec.built_base[0]), spec.built_base[1]) if spec.built_base else None
+    config_base, built_base = BASES[kind]
     if isinstance(cls, type) and issubclass(cls, config_base):
         return cls
     if built_base is not None and isinstance(cls, type) and issubclass(cls, built_base):
