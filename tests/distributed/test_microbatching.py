@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import collections
 import logging
-import random
 from typing import Any
 
-import numpy as np
 import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
@@ -23,8 +21,6 @@ from composer.algorithms import LabelSmoothing, MixUp
 from composer.core import Event
 from composer.distributed.microbatching import (
     MicrobatchTooSmallError,
-    NumpyState,
-    RetryPoint,
     is_out_of_memory,
     join_outputs,
     next_grad_accum,
@@ -138,46 +134,6 @@ def test_join_outputs_concatenates_along_samples():
 
 
 # ---- training --------------------------------------------------------------------------------------------------------
-
-
-def test_numpy_state_is_read_again_whenever_it_may_have_changed():
-    kept = NumpyState()
-    np.random.seed(0)
-    first = kept.get()
-    assert kept.get() is first  # nothing drew: the state read last
-    np.random.rand()
-    moved = kept.get()
-    assert moved is not first and np.array_equal(moved[1], np.random.get_state()[1])
-    np.random.seed(0)
-    assert kept.get()[2] == first[2] and np.array_equal(kept.get()[1], first[1])
-    np.random.standard_normal()  # leaves a Gaussian pending: taking it moves no word
-    pending = kept.get()
-    np.random.standard_normal()
-    taken = kept.get()
-    assert pending[3] == 1 and taken[3] == 0 and taken[2] == pending[2]
-
-
-def test_a_retry_point_puts_back_the_random_states_and_the_buffers():
-    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4), torch.nn.Dropout(0.5))
-    state = collections.namedtuple("Rng", "rng")(torch.Generator().manual_seed(1))
-
-    def draws() -> list[Any]:
-        model(torch.randn(8, 4, generator=state.rng))
-        return [
-            random.random(),
-            np.random.standard_normal(),
-            torch.rand(2),
-            *[b.clone() for b in model.buffers()],
-        ]
-
-    point = RetryPoint(state, model)  # type: ignore[arg-type]  # only its rng is read
-    np.random.standard_normal()  # a Gaussian pending
-    point.keep()
-    first = draws()
-    point.restore()
-    again = draws()
-    for a, b in zip(first, again, strict=True):
-        assert torch.equal(torch.as_tensor(a), torch.as_tensor(b))
 
 
 @pytest.mark.parametrize("where", ["forward", "loss"])
@@ -323,9 +279,10 @@ def test_a_bad_grad_accum_is_refused_naming_the_value_and_the_fix(value, error, 
     with pytest.raises(error) as raised:
         Trainer(model=OOMClassifier(), train_dataloader=loader(), max_duration="1ba", grad_accum=value)
     message = str(raised.value)
-    assert message.startswith(f"grad_accum={value!r} ")
+    named = f"grad_accum={value!r}"
+    assert message.startswith(named) and message[len(named)] in " ;"  # "... is a float", or "...; expected ..."
     assert f"To fix: {fix}" in message
-    assert "'auto'" in message
+    assert "auto" in message
 
 
 # ---- two ranks -------------------------------------------------------------------------------------------------------
