@@ -32,7 +32,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from composer import Trainer
-from composer.distributed.microbatching import RetryPoint
+from composer.distributed.retry_point import RetryPoint
 from composer.models import ComposerClassifier
 
 __all__: list[str] = []
