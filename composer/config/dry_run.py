@@ -28,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -193,91 +194,114 @@ def fit_problems(
         return [ConfigError(data_path, f"reading the first sample of {field} fails: {type(error).__name__}: {error}")]
     if found is None:
         return []
-    dataset, batch = found
-    sample = _first_tensor(batch)
-    shape = list(sample.shape[1:]) if sample is not None else []
-    tokens = sample is not None and len(shape) == 1 and not sample.is_floating_point()
-    for key, longest in limits or []:
-        if tokens and shape[0] > longest:
-            sample_keys = _keys(data_path, data_config.sample_fields)
-            return [
-                ConfigError(
-                    f"{key} and {sample_keys}",
-                    f"do not fit: one sample of {field} holds {shape[0]} tokens, but with {key}={longest} the model "
-                    f"takes at most {longest}. Set {key}: {shape[0]} or more, or shorten the samples.",
-                )
-            ]
-    input_keys = _keys(model_path, model_config.input_fields)
-    sample_keys = _keys(data_path, data_config.sample_fields)
-    output_keys = _keys(model_path, model_config.output_fields)
-    label_keys = _keys(data_path, data_config.label_fields)
+    fit = _Fit(model_config, model_path, model, data_config, data_path, field, *found)
+    problem = fit.length_problem(limits or [])
+    if problem is not None:
+        return [problem]
     was_training = model.training
     model.eval()
     try:
         with torch.no_grad():
-            try:
-                outputs = model(batch) if train else model.eval_forward(batch)
-            except UnmaskedBatchError as error:
-                return [_unmasked_problem(error, model_path, data_config, data_path, field)]
-            except _MISFITS as error:
-                hint = model_config.input_hint(shape)
-                fix = (
-                    f"Set {model_path}.{hint}, or change {sample_keys}"
-                    if hint
-                    else f"Change {input_keys} or {sample_keys}"
-                )
-                return [
-                    ConfigError(
-                        f"{input_keys} and {sample_keys}",
-                        f"do not fit: one sample of {field} (first input of shape {shape}) through the model fails "
-                        f"with {type(error).__name__}: {str(error).strip()}. {fix} so that they agree.",
-                    )
-                ]
-            largest = _largest_label(dataset)
-            if isinstance(outputs, torch.Tensor) and outputs.ndim >= 2 and largest is not None:
-                width = outputs.shape[-1]
-                if largest >= width:
-                    return [
-                        ConfigError(
-                            f"{output_keys} and {label_keys}",
-                            f"do not fit: the model gives {width} outputs per sample but the labels of {field} run up "
-                            f"to {largest}, and every label needs an output. Set {output_keys} to {largest + 1} or "
-                            f"more, or change {label_keys}.",
-                        )
-                    ]
-            try:
-                if train:
-                    model.loss(outputs, batch)
-                else:
-                    for metric in model.get_metrics(is_train=False).values():
-                        model.update_metric(batch, outputs, metric)
-            except _MISFITS as error:
-                what = "loss" if train else "evaluation metrics"
-                return [
-                    ConfigError(
-                        f"{output_keys} and {label_keys}",
-                        f"do not fit: the model's {what} on one sample of {field} fail with {type(error).__name__}: "
-                        f"{str(error).strip()}. Change {output_keys} or {label_keys} so that they agree.",
-                    )
-                ]
-            for key, reshape in extremes or []:
-                try:
-                    reshaped = reshape(batch)
-                except _MISFITS:
-                    continue  # a batch the method does not reshape
-                try:
-                    model(reshaped)
-                except _MISFITS as error:
-                    smallest = _first_tensor(reshaped)
-                    shown = list(smallest.shape[1:]) if smallest is not None else "?"
-                    return [
-                        ConfigError(
-                            f"{key} and {model_path}",
-                            f"do not fit: at this setting one sample of {field} becomes of shape {shown}, and the model fails "
-                            f"on it with {type(error).__name__}: {str(error).strip()}. Raise {key.rsplit('.', 1)[1]}, "
-                            "or use a model that takes smaller inputs.",
-                        )
-                    ]
+            problem = fit.model_problem(train, extremes or [])
     finally:
         model.train(was_training)
-    return []
+    return [] if problem is None else [problem]
+
+
+@dataclasses.dataclass
+class _Fit:
+    """One sample of a dataset against the model: each check returns the problem it finds, or None."""
+
+    model_config: ModelHparams
+    model_path: str
+    model: ComposerModel
+    data_config: DatasetHparams
+    data_path: str
+    field: str
+    dataset: Any
+    batch: Any
+
+    def __post_init__(self) -> None:
+        sample = _first_tensor(self.batch)
+        self.shape = list(sample.shape[1:]) if sample is not None else []
+        self.tokens = sample is not None and len(self.shape) == 1 and not sample.is_floating_point()
+        self.input_keys = _keys(self.model_path, self.model_config.input_fields)
+        self.sample_keys = _keys(self.data_path, self.data_config.sample_fields)
+        self.output_keys = _keys(self.model_path, self.model_config.output_fields)
+        self.label_keys = _keys(self.data_path, self.data_config.label_fields)
+
+    def length_problem(self, limits: list[tuple[str, int]]) -> ConfigError | None:
+        for key, longest in limits:
+            if self.tokens and self.shape[0] > longest:
+                return ConfigError(
+                    f"{key} and {self.sample_keys}",
+                    f"do not fit: one sample of {self.field} holds {self.shape[0]} tokens, but with {key}={longest} "
+                    f"the model takes at most {longest}. Set {key}: {self.shape[0]} or more, or shorten the samples.",
+                )
+        return None
+
+    def model_problem(self, train: bool, extremes: list[Extreme]) -> ConfigError | None:
+        """Forward (or ``eval_forward``), the labels against the outputs, the loss (or metrics), the extremes."""
+        try:
+            outputs = self.model(self.batch) if train else self.model.eval_forward(self.batch)
+        except UnmaskedBatchError as error:
+            return _unmasked_problem(error, self.model_path, self.data_config, self.data_path, self.field)
+        except _MISFITS as error:
+            hint = self.model_config.input_hint(self.shape)
+            fix = f"Set {self.model_path}.{hint}, or change {self.sample_keys}" if hint else None
+            fix = fix or f"Change {self.input_keys} or {self.sample_keys}"
+            return ConfigError(
+                f"{self.input_keys} and {self.sample_keys}",
+                f"do not fit: one sample of {self.field} (first input of shape {self.shape}) through the model fails "
+                f"with {type(error).__name__}: {str(error).strip()}. {fix} so that they agree.",
+            )
+        return self.label_problem(outputs) or self.loss_problem(outputs, train) or self.extreme_problem(extremes)
+
+    def label_problem(self, outputs: Any) -> ConfigError | None:
+        largest = _largest_label(self.dataset)
+        if not isinstance(outputs, torch.Tensor) or outputs.ndim < 2 or largest is None:
+            return None
+        width = outputs.shape[-1]
+        if largest < width:
+            return None
+        return ConfigError(
+            f"{self.output_keys} and {self.label_keys}",
+            f"do not fit: the model gives {width} outputs per sample but the labels of {self.field} run up to "
+            f"{largest}, and every label needs an output. Set {self.output_keys} to {largest + 1} or more, or change "
+            f"{self.label_keys}.",
+        )
+
+    def loss_problem(self, outputs: Any, train: bool) -> ConfigError | None:
+        try:
+            if train:
+                self.model.loss(outputs, self.batch)
+            else:
+                for metric in self.model.get_metrics(is_train=False).values():
+                    self.model.update_metric(self.batch, outputs, metric)
+        except _MISFITS as error:
+            what = "loss" if train else "evaluation metrics"
+            return ConfigError(
+                f"{self.output_keys} and {self.label_keys}",
+                f"do not fit: the model's {what} on one sample of {self.field} fail with {type(error).__name__}: "
+                f"{str(error).strip()}. Change {self.output_keys} or {self.label_keys} so that they agree.",
+            )
+        return None
+
+    def extreme_problem(self, extremes: list[Extreme]) -> ConfigError | None:
+        for key, reshape in extremes:
+            try:
+                reshaped = reshape(self.batch)
+            except _MISFITS:
+                continue  # a batch the method does not reshape
+            try:
+                self.model(reshaped)
+            except _MISFITS as error:
+                smallest = _first_tensor(reshaped)
+                shown = list(smallest.shape[1:]) if smallest is not None else "?"
+                return ConfigError(
+                    f"{key} and {self.model_path}",
+                    f"do not fit: at this setting one sample of {self.field} becomes of shape {shown}, and the model "
+                    f"fails on it with {type(error).__name__}: {str(error).strip()}. Raise {key.rsplit('.', 1)[1]}, "
+                    "or use a model that takes smaller inputs.",
+                )
+        return None
