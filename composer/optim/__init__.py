@@ -1,6 +1,6 @@
 """Optimizers, their configs, and stateless learning-rate schedules.
 
-* :mod:`~composer.optim.scheduler`: scheduler functions ``(state, *, ssr) -> multiplier``, :func:`compile` to turn
+* :mod:`~composer.optim.scheduler`: scheduler functions ``(state, *, ssr) -> multiplier``, :func:`~composer.optim.scheduler.to_lambda_lr` (the seed's ``compile``) to turn
   them into a torch ``LambdaLR``, their configs and the ``SCHEDULERS`` registry.
 * :mod:`~composer.optim.scheduler_classes`: MosaicML Composer v0.32.1's scheduler classes
   (``CosineAnnealingWithWarmupScheduler(t_warmup, t_max, alpha_f, scale_warmup)``, ...), called like the functions.
@@ -47,6 +47,7 @@ from composer.optim.scheduler import (
     multi_step_with_warmup_scheduler,
     polynomial_scheduler,
     step_scheduler,
+    to_lambda_lr,
 )
 from composer.optim.scheduler_classes import (
     ConstantScheduler,
@@ -117,4 +118,5 @@ __all__ = [
     "multi_step_with_warmup_scheduler",
     "polynomial_scheduler",
     "step_scheduler",
+    "to_lambda_lr",
 ]

@@ -2,7 +2,7 @@
 
 Each scheduler function reads ``state.timer`` (and ``state.max_duration`` for times in ``'dur'``) and returns the
 factor by which to multiply every parameter group's initial learning rate. It keeps no counter of its own, so it gives
-the same answer after a checkpoint resume or a change of ``max_duration``. :func:`compile` turns one or several of them
+the same answer after a checkpoint resume or a change of ``max_duration``. :func:`to_lambda_lr` turns one or several of them
 into a :class:`torch.optim.lr_scheduler.LambdaLR` that the trainer steps after every batch.
 
 **Times.** Every time argument takes a time string (``'10ba'``, ``'2ep'``, ``'0.5dur'``) or a
@@ -26,7 +26,7 @@ Example:
     >>> model = torch.nn.Linear(2, 1)
     >>> optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     >>> state = State(model, max_duration="10ep", steps_per_epoch=100, optimizers=optimizer)
-    >>> scheduler = compile(CosineAnnealingWithWarmupLRHparams(warmup_time="1ep").initialize_object(), state)
+    >>> scheduler = to_lambda_lr(CosineAnnealingWithWarmupLRHparams(warmup_time="1ep").initialize_object(), state)
     >>> optimizer.param_groups[0]["lr"]  # the warmup starts at 0
     0.0
     >>> for _ in range(50):  # the trainer steps the optimizer, advances the timer, then steps the scheduler
@@ -52,10 +52,10 @@ from composer.core.hparams import Hparams, hparams_for
 from composer.core.state import State  # re-exported: the seed lists State, Time and TimeUnit in this module
 from composer.core.time import Time, TimeUnit
 from composer.optim.scheduler_functions import (  # argument checks shared with the Hparams below
-    _check_at_least,
-    _check_factors,
-    _check_milestones,
-    _check_ssr,
+    check_at_least,
+    check_factors,
+    check_milestones,
+    check_ssr,
     constant_scheduler,
     cosine_annealing_scheduler,
     cosine_annealing_warm_restarts_scheduler,
@@ -101,6 +101,7 @@ __all__ = [
     "multi_step_with_warmup_scheduler",
     "polynomial_scheduler",
     "step_scheduler",
+    "to_lambda_lr",
 ]
 
 
@@ -110,8 +111,8 @@ class ComposerSchedulerFn(Protocol):
     A scheduler function is a pure function that returns a multiplier to apply to the optimizer's learning rate, given
     the current trainer state and optionally a scale schedule ratio (SSR). A typical implementation reads
     ``state.timer``, and possibly ``state.max_duration``, to find how far training has progressed. The eleven
-    ``*_scheduler`` functions of this module, with their keyword arguments bound (for example by
-    ``functools.partial`` or :meth:`SchedulerHparams.initialize_object`), satisfy it; :func:`compile` also accepts
+    ``*_scheduler`` functions of :mod:`~composer.optim.scheduler_functions`, with their keyword arguments bound (for example by
+    ``functools.partial`` or :meth:`SchedulerHparams.initialize_object`), satisfy it; :func:`to_lambda_lr` also accepts
     functions that take ``ssr`` positionally, and functions of the state alone when ``ssr == 1``.
 
     Example:
@@ -169,7 +170,7 @@ def _single_optimizer(state: State) -> torch.optim.Optimizer:
     )
 
 
-def compile(
+def to_lambda_lr(
     scheduler: Callable[..., float] | Sequence[Callable[..., float]],
     state: State,
     ssr: float = 1.0,
@@ -206,7 +207,7 @@ def compile(
         >>> state = State(model, max_duration="100ba", optimizers=optimizer)
         >>> halve = lambda state: 0.5
         >>> decay = functools.partial(linear_scheduler, end_factor=0.0)
-        >>> lr_scheduler = compile([halve, decay], state)
+        >>> lr_scheduler = to_lambda_lr([halve, decay], state)
         >>> for _ in range(20):
         ...     optimizer.step()
         ...     state.timer.on_batch_complete()
@@ -214,7 +215,7 @@ def compile(
         >>> optimizer.param_groups[0]["lr"]  # 0.5 * 0.8
         0.4
     """
-    _check_ssr(ssr)
+    check_ssr(ssr)
     functions = [scheduler] if callable(scheduler) else list(scheduler)
     if not functions:
         raise ValueError("scheduler is an empty sequence; pass at least one scheduler function.")
@@ -231,6 +232,26 @@ def compile(
         return product
 
     return LambdaLR(target, multiplier)
+
+
+def compile(  # the seed's name (composer.optim.scheduler.compile), though it shadows the builtin here
+    scheduler: Callable[..., float] | Sequence[Callable[..., float]],
+    state: State,
+    ssr: float = 1.0,
+    optimizer: torch.optim.Optimizer | None = None,
+) -> LambdaLR:
+    """The seed's name for :func:`to_lambda_lr`: scheduler functions as a torch ``LambdaLR``.
+
+    Args:
+        scheduler: One scheduler function or a sequence of them; their multipliers multiply.
+        state: The training state the schedule reads.
+        ssr: The scale schedule ratio passed to every scheduler.
+        optimizer: The optimizer to schedule. Default: the single optimizer in ``state.optimizers``.
+
+    Returns:
+        LambdaLR: What :func:`to_lambda_lr` returns.
+    """
+    return to_lambda_lr(scheduler, state, ssr, optimizer)
 
 
 def _describe(function: Callable[..., Any]) -> str:
@@ -263,13 +284,13 @@ class SchedulerHparams(Hparams, abc.ABC):
             if name in ("total_time", "t_max", "t_0", "warmup_time", "step_size"):
                 parse_time(value, name)
             elif name == "milestones":
-                _check_milestones(value)
+                check_milestones(value)
             elif name in ("factor", "start_factor", "end_factor", "min_factor"):
-                _check_factors(**{name: value})
+                check_factors(**{name: value})
             elif name == "gamma":
-                _check_at_least(value, name, 0.0, "use a decay factor such as 0.1")
+                check_at_least(value, name, 0.0, "use a decay factor such as 0.1")
             elif name == "power":
-                _check_at_least(value, name, 0.0, "use for example 1.0 for a linear decay")
+                check_at_least(value, name, 0.0, "use for example 1.0 for a linear decay")
             elif name == "t_mult" and not value > 0:
                 raise ValueError(f"t_mult={value!r} must be a positive number; use 1.0 for cycles of equal length.")
 

@@ -2,7 +2,7 @@
 
 Each class holds its arguments (``t_warmup``, ``t_max``, ``alpha_i``, ``alpha_f``, ``scale_warmup``, ...) and is
 called like the scheduler functions, ``scheduler(state, ssr=1.0)``, returning the learning-rate multiplier, so the
-Trainer's ``schedulers=`` and :func:`~composer.optim.scheduler.compile` take an instance as they take a function.
+Trainer's ``schedulers=`` and :func:`~composer.optim.scheduler.to_lambda_lr` take an instance as they take a function.
 Times follow the functions' rule (:mod:`composer.optim.scheduler_functions`): ``'dur'`` is a fraction of
 ``max_duration``, epochs count in batches when the epoch length is known, and times are not rounded to whole
 batches (v0.32.1 rounded them down).
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from torch.optim.lr_scheduler import LambdaLR
 
 from composer.core.time import Time
-from composer.optim.scheduler import compile
+from composer.optim.scheduler import to_lambda_lr
 from composer.optim.scheduler_functions import (
     constant_scheduler,
     cosine_annealing_scheduler,
@@ -424,7 +424,7 @@ class MultiStepWithWarmupScheduler(_WarmupScheduler):
 
 
 def compile_composer_scheduler(scheduler: Any, state: State, ssr: float = 1.0) -> LambdaLR:
-    """v0.32.1's name for :func:`~composer.optim.scheduler.compile`: a scheduler as a torch ``LambdaLR``.
+    """v0.32.1's name for :func:`~composer.optim.scheduler.to_lambda_lr`: a scheduler as a torch ``LambdaLR``.
 
     Args:
         scheduler: A scheduler class instance or function (or a sequence of them).
@@ -434,4 +434,4 @@ def compile_composer_scheduler(scheduler: Any, state: State, ssr: float = 1.0) -
     Returns:
         LambdaLR: The torch scheduler; step it after every batch.
     """
-    return compile(scheduler, state, ssr=ssr)
+    return to_lambda_lr(scheduler, state, ssr=ssr)

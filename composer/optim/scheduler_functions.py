@@ -2,7 +2,7 @@
 
 Each scheduler function reads ``state.timer`` (and ``state.max_duration`` for times in ``'dur'``) and returns the
 factor by which to multiply every parameter group's initial learning rate. It keeps no counter of its own, so it gives
-the same answer after a checkpoint resume or a change of ``max_duration``. :func:`compile` turns one or several of them
+the same answer after a checkpoint resume or a change of ``max_duration``. :func:`~composer.optim.scheduler.to_lambda_lr` turns one or several of them
 into a :class:`torch.optim.lr_scheduler.LambdaLR` that the trainer steps after every batch.
 
 **Times.** Every time argument takes a time string (``'10ba'``, ``'2ep'``, ``'0.5dur'``) or a
@@ -33,6 +33,10 @@ if TYPE_CHECKING:
     from composer.core.state import State
 
 __all__ = [
+    "check_at_least",
+    "check_factors",
+    "check_milestones",
+    "check_ssr",
     "constant_scheduler",
     "cosine_annealing_scheduler",
     "cosine_annealing_warm_restarts_scheduler",
@@ -75,22 +79,26 @@ def parse_time(value: str | Time[Any], name: str) -> Time[Any]:
     raise TypeError(f"{name}={value!r} ({type(value).__name__}) is not a time; {_TIME_HINT}.")
 
 
-def _check_ssr(ssr: float) -> None:
+def check_ssr(ssr: float) -> None:
+    """Raises ValueError unless the scale schedule ratio ``ssr`` is a positive finite number."""
     if not (isinstance(ssr, (int, float)) and math.isfinite(ssr) and ssr > 0):
         raise ValueError(f"ssr={ssr!r} must be a positive number (1.0 leaves the schedule unscaled).")
 
 
-def _check_at_least(value: float, name: str, low: float, hint: str) -> None:
+def check_at_least(value: float, name: str, low: float, hint: str) -> None:
+    """Raises ValueError naming ``name``, with ``hint``, unless ``value`` is a finite number >= ``low``."""
     if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= low):
         raise ValueError(f"{name}={value!r} must be a finite number >= {low}; {hint}.")
 
 
-def _check_factors(**factors: float) -> None:
+def check_factors(**factors: float) -> None:
+    """Raises ValueError unless every learning-rate multiplier (by keyword name) is a finite number >= 0."""
     for name, value in factors.items():
-        _check_at_least(value, name, 0.0, "a learning-rate multiplier cannot be negative")
+        check_at_least(value, name, 0.0, "a learning-rate multiplier cannot be negative")
 
 
-def _check_milestones(milestones: Sequence[str | Time[Any]]) -> list[Time[Any]]:
+def check_milestones(milestones: Sequence[str | Time[Any]]) -> list[Time[Any]]:
+    """``milestones`` as Times; ValueError unless it is a non-empty list of time strings or Times."""
     if isinstance(milestones, (str, Time)) or not isinstance(milestones, Sequence) or len(milestones) == 0:
         raise ValueError(
             f"milestones={milestones!r} must be a non-empty list of times, for example ['30ep', '60ep', '90ep']."
@@ -119,7 +127,7 @@ def resolve_times(state: State, ssr: float, times: dict[str, str | Time[Any]]) -
         >>> resolve_times(state, 2.0, {"warmup_time": "1ep", "t_max": "1dur"})
         ([200.0, 1000.0], <TimeUnit.BATCH: 'ba'>)
     """
-    _check_ssr(ssr)
+    check_ssr(ssr)
     steps_per_epoch = state.steps_per_epoch
     budget = state.max_duration
     values: list[float] = []
@@ -209,7 +217,7 @@ def constant_scheduler(
         >>> constant_scheduler(state, factor=0.5, total_time="2ep")
         0.5
     """
-    _check_factors(factor=factor)
+    check_factors(factor=factor)
     (total,), unit = resolve_times(state, ssr, {"total_time": total_time})
     return factor if elapsed(state, unit) < total else 1.0
 
@@ -249,7 +257,7 @@ def linear_scheduler(
         >>> linear_scheduler(state, start_factor=1.0, end_factor=0.2)
         0.8
     """
-    _check_factors(start_factor=start_factor, end_factor=end_factor)
+    check_factors(start_factor=start_factor, end_factor=end_factor)
     (total,), unit = resolve_times(state, ssr, {"total_time": total_time})
     fraction = min(1.0, elapsed(state, unit) / total) if total > 0 else 1.0
     return start_factor + (end_factor - start_factor) * fraction
@@ -282,8 +290,8 @@ def exponential_scheduler(state: State, *, ssr: float = 1.0, gamma: float) -> fl
         >>> round(exponential_scheduler(state, gamma=0.25), 6)  # 0.25 ** 1.5
         0.125
     """
-    _check_at_least(gamma, "gamma", 0.0, "use a decay per epoch such as 0.9")
-    _check_ssr(ssr)
+    check_at_least(gamma, "gamma", 0.0, "use a decay per epoch such as 0.9")
+    check_ssr(ssr)
     steps_per_epoch = state.steps_per_epoch
     if steps_per_epoch is not None:
         epochs = elapsed(state, TimeUnit.BATCH) / steps_per_epoch
@@ -318,7 +326,7 @@ def step_scheduler(state: State, *, ssr: float = 1.0, step_size: str | Time[Any]
         >>> step_scheduler(state, step_size="10ba", gamma=0.5)
         0.25
     """
-    _check_at_least(gamma, "gamma", 0.0, "use a decay factor such as 0.1")
+    check_at_least(gamma, "gamma", 0.0, "use a decay factor such as 0.1")
     (size,), unit = resolve_times(state, ssr, {"step_size": step_size})
     _check_positive_time(size, "step_size", step_size)
     return float(gamma ** math.floor(elapsed(state, unit) / size))
@@ -326,8 +334,8 @@ def step_scheduler(state: State, *, ssr: float = 1.0, step_size: str | Time[Any]
 
 def _multi_step(state: State, ssr: float, milestones: Sequence[str | Time[Any]], gamma: float) -> tuple[float, float]:
     """The multi-step multiplier now, and the elapsed time it was computed at."""
-    _check_at_least(gamma, "gamma", 0.0, "use a decay factor such as 0.1")
-    parsed = _check_milestones(milestones)
+    check_at_least(gamma, "gamma", 0.0, "use a decay factor such as 0.1")
+    parsed = check_milestones(milestones)
     points, unit = resolve_times(state, ssr, {f"milestones[{i}]": m for i, m in enumerate(parsed)})
     now = elapsed(state, unit)
     return float(gamma ** sum(1 for point in points if now >= point)), now
@@ -392,7 +400,7 @@ def cosine_annealing_scheduler(
         >>> round(cosine_annealing_scheduler(state), 6)
         0.5
     """
-    _check_factors(min_factor=min_factor)
+    check_factors(min_factor=min_factor)
     (total,), unit = resolve_times(state, ssr, {"t_max": t_max})
     tau = _clip(elapsed(state, unit) / total) if total > 0 else 1.0
     return _cosine(tau, min_factor)
@@ -449,7 +457,7 @@ def cosine_annealing_warm_restarts_scheduler(
         >>> round(cosine_annealing_warm_restarts_scheduler(state, t_0="30ba"), 6)  # a third into the second cycle
         0.75
     """
-    _check_factors(min_factor=min_factor)
+    check_factors(min_factor=min_factor)
     if not (isinstance(t_mult, (int, float)) and math.isfinite(t_mult) and t_mult > 0):
         raise ValueError(f"t_mult={t_mult!r} must be a positive number; use 1.0 for cycles of equal length.")
     (first,), unit = resolve_times(state, ssr, {"t_0": t_0})
@@ -487,8 +495,8 @@ def polynomial_scheduler(
         >>> round(polynomial_scheduler(state, power=2.0, min_factor=0.5), 6)  # 0.5 + 0.5 * 0.9 ** 2
         0.905
     """
-    _check_factors(min_factor=min_factor)
-    _check_at_least(power, "power", 0.0, "use for example 1.0 for a linear decay or 2.0 for a quadratic one")
+    check_factors(min_factor=min_factor)
+    check_at_least(power, "power", 0.0, "use for example 1.0 for a linear decay or 2.0 for a quadratic one")
     (total,), unit = resolve_times(state, ssr, {"t_max": t_max})
     tau = _clip(elapsed(state, unit) / total) if total > 0 else 1.0
     return float(min_factor + (1.0 - min_factor) * (1.0 - tau) ** power)
@@ -530,8 +538,8 @@ def multi_step_with_warmup_scheduler(
         >>> multi_step_with_warmup_scheduler(state, warmup_time="1ep", milestones=["5ep"])
         0.5
     """
-    _check_at_least(gamma, "gamma", 0.0, "use a decay factor such as 0.1")
-    parsed = _check_milestones(milestones)
+    check_at_least(gamma, "gamma", 0.0, "use a decay factor such as 0.1")
+    parsed = check_milestones(milestones)
     times: dict[str, str | Time[Any]] = {"warmup_time": warmup_time}
     times.update({f"milestones[{i}]": m for i, m in enumerate(parsed)})
     (warmup, *points), unit = resolve_times(state, ssr, times)
@@ -579,7 +587,7 @@ def linear_with_warmup_scheduler(
         >>> linear_with_warmup_scheduler(state, warmup_time="10ba", start_factor=1.0, end_factor=0.0)
         0.5
     """
-    _check_factors(start_factor=start_factor, end_factor=end_factor)
+    check_factors(start_factor=start_factor, end_factor=end_factor)
     (warmup, total), unit = resolve_times(state, ssr, {"warmup_time": warmup_time, "total_time": total_time})
     _check_warmup(warmup, total, warmup_time, "total_time", total_time)
     now = elapsed(state, unit)
@@ -624,7 +632,7 @@ def cosine_annealing_with_warmup_scheduler(
         >>> round(cosine_annealing_with_warmup_scheduler(state, warmup_time="1ep"), 6)
         0.5
     """
-    _check_factors(min_factor=min_factor)
+    check_factors(min_factor=min_factor)
     (warmup, total), unit = resolve_times(state, ssr, {"warmup_time": warmup_time, "t_max": t_max})
     _check_warmup(warmup, total, warmup_time, "t_max", t_max)
     now = elapsed(state, unit)

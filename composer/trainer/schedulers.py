@@ -7,6 +7,7 @@ from typing import Any
 from torch.optim.lr_scheduler import LRScheduler
 
 from composer.core.state import State
+from composer.optim.scheduler import to_lambda_lr
 
 __all__ = ["TrainerSchedulers"]
 
@@ -26,8 +27,6 @@ class TrainerSchedulers:
     """
 
     def __init__(self, state: State, schedulers: Any, ssr: float, step_every_batch: bool) -> None:
-        from composer.optim.scheduler import compile as compile_scheduler
-
         given = (
             [] if schedulers is None else list(schedulers) if isinstance(schedulers, (list, tuple)) else [schedulers]
         )
@@ -40,9 +39,7 @@ class TrainerSchedulers:
                     f"got {type(s).__name__}."
                 )
         compiled = (
-            [compile_scheduler(functions, state, ssr=ssr, optimizer=opt) for opt in state.optimizers]
-            if functions
-            else []
+            [to_lambda_lr(functions, state, ssr=ssr, optimizer=opt) for opt in state.optimizers] if functions else []
         )
         self.per_batch: list[Any] = compiled + (torch_schedulers if step_every_batch else [])
         self.per_epoch: list[Any] = [] if step_every_batch else torch_schedulers

@@ -1,4 +1,4 @@
-"""Scheduler functions against their formulas, the scale-schedule-ratio rule, compile(), and the scheduler configs."""
+"""Scheduler functions against their formulas, the scale-schedule-ratio rule, to_lambda_lr(), and the scheduler configs."""
 
 from __future__ import annotations
 
@@ -28,7 +28,6 @@ from composer.optim.scheduler import (
     PolynomialLRHparams,
     SchedulerHparams,
     StepLRHparams,
-    compile,
     constant_scheduler,
     cosine_annealing_scheduler,
     cosine_annealing_warm_restarts_scheduler,
@@ -40,6 +39,7 @@ from composer.optim.scheduler import (
     multi_step_with_warmup_scheduler,
     polynomial_scheduler,
     step_scheduler,
+    to_lambda_lr,
 )
 
 
@@ -338,7 +338,7 @@ def test_non_time_argument_raises_type_error() -> None:
         cosine_annealing_scheduler(make_state(), t_max=5)  # type: ignore[arg-type]
 
 
-# ----- compile --------------------------------------------------------------------------------------------------
+# ----- to_lambda_lr -----------------------------------------------------------------------------------------------
 
 
 def _optimizer(lrs: tuple[float, ...] = (0.1,)) -> torch.optim.SGD:
@@ -355,7 +355,7 @@ def _advance(state: State, optimizer: torch.optim.Optimizer, batches: int) -> No
 def test_compile_sets_lr_to_base_times_multiplier() -> None:
     optimizer = _optimizer((0.1, 1.0))
     state = make_state(optimizers=optimizer)
-    lr_scheduler = compile(functools.partial(cosine_annealing_with_warmup_scheduler, warmup_time="1ep"), state)
+    lr_scheduler = to_lambda_lr(functools.partial(cosine_annealing_with_warmup_scheduler, warmup_time="1ep"), state)
     assert [group["lr"] for group in optimizer.param_groups] == [0.0, 0.0]  # set at construction, for t = 0
     _advance(state, optimizer, 550)
     lr_scheduler.step()
@@ -365,7 +365,7 @@ def test_compile_sets_lr_to_base_times_multiplier() -> None:
 def test_compile_multiplies_several_schedulers() -> None:
     optimizer = _optimizer((2.0,))
     state = make_state(optimizers=optimizer)
-    lr_scheduler = compile(
+    lr_scheduler = to_lambda_lr(
         [
             functools.partial(step_scheduler, step_size="1ep", gamma=0.5),
             functools.partial(linear_scheduler, end_factor=0.0),
@@ -381,7 +381,7 @@ def test_compile_multiplies_several_schedulers() -> None:
 def test_compile_reads_the_live_timer_not_its_own_counter() -> None:
     optimizer = _optimizer()
     state = make_state(optimizers=optimizer)
-    lr_scheduler = compile(functools.partial(step_scheduler, step_size="10ba", gamma=0.5), state)
+    lr_scheduler = to_lambda_lr(functools.partial(step_scheduler, step_size="10ba", gamma=0.5), state)
     for _ in range(5):  # stepping without the timer moving changes nothing
         optimizer.step()
         lr_scheduler.step()
@@ -406,23 +406,23 @@ def test_compile_passes_ssr_by_keyword_or_position() -> None:
         seen.append(ssr)
         return 1.0
 
-    compile([keyword, positional, unannotated], make_state(optimizers=_optimizer()), 2.0)
+    to_lambda_lr([keyword, positional, unannotated], make_state(optimizers=_optimizer()), 2.0)
     assert seen == [2.0, 2.0, 2.0]
 
 
 def test_compile_state_only_callable() -> None:
     optimizer = _optimizer()
     state = make_state(optimizers=optimizer)
-    compile(lambda state: 0.5, state)
+    to_lambda_lr(lambda state: 0.5, state)
     assert optimizer.param_groups[0]["lr"] == pytest.approx(0.05)
     with pytest.raises(ValueError, match="takes only the state.*ssr=0.5"):
-        compile(lambda state: 0.5, state, ssr=0.5)
+        to_lambda_lr(lambda state: 0.5, state, ssr=0.5)
 
 
 def test_compile_applies_ssr_to_bound_schedulers() -> None:
     optimizer = _optimizer((1.0,))
     state = make_state("5ep", optimizers=optimizer)
-    lr_scheduler = compile(ConstantLRHparams(factor=0.5, total_time="2ep").initialize_object(), state, ssr=0.5)
+    lr_scheduler = to_lambda_lr(ConstantLRHparams(factor=0.5, total_time="2ep").initialize_object(), state, ssr=0.5)
     _advance(state, optimizer, 100)
     lr_scheduler.step()
     assert optimizer.param_groups[0]["lr"] == 1.0  # the 2ep phase lasts 1ep at ssr 0.5
@@ -431,21 +431,21 @@ def test_compile_applies_ssr_to_bound_schedulers() -> None:
 def test_compile_optimizer_selection() -> None:
     first, second = _optimizer((0.1,)), _optimizer((0.2,))
     with pytest.raises(ValueError, match="state.optimizers is empty"):
-        compile(lambda state: 0.5, make_state())
+        to_lambda_lr(lambda state: 0.5, make_state())
     with pytest.raises(ValueError, match="holds 2 optimizers"):
-        compile(lambda state: 0.5, make_state(optimizers=[first, second]))
-    compile(lambda state: 0.5, make_state(optimizers=[first, second]), optimizer=second)
+        to_lambda_lr(lambda state: 0.5, make_state(optimizers=[first, second]))
+    to_lambda_lr(lambda state: 0.5, make_state(optimizers=[first, second]), optimizer=second)
     assert (first.param_groups[0]["lr"], second.param_groups[0]["lr"]) == (0.1, pytest.approx(0.1))
 
 
 def test_compile_rejects_empty_and_non_callables() -> None:
     state = make_state(optimizers=_optimizer())
     with pytest.raises(ValueError, match="empty sequence"):
-        compile([], state)
+        to_lambda_lr([], state)
     with pytest.raises(TypeError, match="not callable"):
-        compile([1.0], state)  # type: ignore[list-item]
+        to_lambda_lr([1.0], state)  # type: ignore[list-item]
     with pytest.raises(ValueError, match="ssr=-1"):
-        compile(lambda state: 1.0, state, ssr=-1)
+        to_lambda_lr(lambda state: 1.0, state, ssr=-1)
 
 
 # ----- configs ---------------------------------------------------------------------------------------------------
@@ -555,3 +555,11 @@ def test_module_exposes_the_core_time_and_state_classes() -> None:
 
     assert not {"State", "Time", "TimeUnit"} & set(composer.optim.__all__)
     assert constant_scheduler(make_state(), total_time=SchedulerTime(5, SchedulerTimeUnit.EPOCH)) == 1.0
+
+
+def test_compile_is_the_seeds_name_for_to_lambda_lr():
+    from composer.optim.scheduler import compile
+
+    optimizer = _optimizer()
+    compile(lambda state: 0.5, make_state(optimizers=optimizer))
+    assert optimizer.param_groups[0]["lr"] == 0.5 * optimizer.param_groups[0]["initial_lr"]

@@ -18,7 +18,7 @@ from composer.algorithms.mixup.batch_mixing import (
     mix_targets,
     random_permutation,
 )
-from composer.algorithms.mixup.mixup import _check_alpha, gen_interpolation_lambda
+from composer.algorithms.mixup.mixup import check_alpha, gen_interpolation_lambda
 from composer.core.hparams import hparams_for
 
 __all__ = ["CutMix", "CutMixHparams", "cutmix_batch", "cutmix_inputs", "gen_cutmix_bbox"]
@@ -221,7 +221,7 @@ class CutMix(MixingAlgorithm):
     """
 
     def __init__(self, alpha: float = 1.0) -> None:
-        _check_alpha(alpha, "CutMix")
+        check_alpha(alpha, "CutMix")
         super().__init__()
         self.alpha = alpha
 

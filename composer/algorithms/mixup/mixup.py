@@ -22,10 +22,11 @@ from composer.algorithms.mixup.batch_mixing import (
 )
 from composer.core.hparams import hparams_for
 
-__all__ = ["MixUp", "MixUpHparams", "gen_interpolation_lambda", "mixup_batch", "mixup_inputs"]
+__all__ = ["MixUp", "MixUpHparams", "check_alpha", "gen_interpolation_lambda", "mixup_batch", "mixup_inputs"]
 
 
-def _check_alpha(alpha: Any, method: str = "MixUp") -> None:
+def check_alpha(alpha: Any, method: str = "MixUp") -> None:
+    """Raises ValueError naming ``method`` unless ``alpha`` is a finite number >= 0 (MixUp's and CutMix's check)."""
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha < math.inf:
         raise ValueError(
             f"{method} alpha={alpha!r} must be a finite number >= 0: the pseudocount of the Beta(alpha, alpha) "
@@ -59,7 +60,7 @@ def gen_interpolation_lambda(alpha: float, generator: torch.Generator | None = N
         >>> gen_interpolation_lambda(0.0)
         1.0
     """
-    _check_alpha(alpha)
+    check_alpha(alpha)
     if alpha == 0:
         return 1.0
     # torch has no Beta sampler that takes a generator: seed a local NumPy generator from the torch one instead, so
@@ -194,7 +195,7 @@ class MixUp(MixingAlgorithm):
     """
 
     def __init__(self, alpha: float) -> None:
-        _check_alpha(alpha)
+        check_alpha(alpha)
         super().__init__()
         self.alpha = alpha
 

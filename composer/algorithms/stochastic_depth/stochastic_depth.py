@@ -17,10 +17,10 @@ from torch import nn
 
 from composer.algorithms.stochastic_depth.stochastic_layers import (
     StochasticBasicBlock,
+    StochasticBlock,
     StochasticBottleneck,
-    _check_drop_rate,
-    _check_stochastic_method,
-    _StochasticBlock,
+    check_drop_rate,
+    check_stochastic_method,
 )
 from composer.core.algorithm import Algorithm
 from composer.core.event import Event
@@ -46,7 +46,7 @@ DROP_DISTRIBUTIONS = ("uniform", "linear")
 _TORCHVISION_LAYER_NAMES = ("TorchvisionBottleneck", "TorchvisionBasicBlock")
 
 
-def _torchvision_entries() -> dict[str, tuple[type[nn.Module], type[_StochasticBlock]]]:
+def _torchvision_entries() -> dict[str, tuple[type[nn.Module], type[StochasticBlock]]]:
     # torchvision's blocks share our attribute names (conv1, bn1, ..., downsample), so the same stochastic classes
     # adopt them.
     from torchvision.models import resnet as tv_resnet
@@ -57,7 +57,7 @@ def _torchvision_entries() -> dict[str, tuple[type[nn.Module], type[_StochasticB
     }
 
 
-_Entry = tuple[type[nn.Module], type[_StochasticBlock]]
+_Entry = tuple[type[nn.Module], type[StochasticBlock]]
 
 
 class _LayerMapping(MutableMapping[str, _Entry]):
@@ -149,7 +149,7 @@ def _class_name(cls: type) -> str:
 def _check_targets_found(model: nn.Module, target_layer_name: str) -> None:
     # No block of the requested class: if the model has blocks another name covers (say torchvision's Bottleneck
     # under "ResNetBottleneck", the name v0.5 used for them), the user picked the wrong name; say which to use.
-    present = {type(m) for m in model.modules() if not isinstance(m, _StochasticBlock)}
+    present = {type(m) for m in model.modules() if not isinstance(m, StochasticBlock)}
     others = [
         name
         for name, (target_class, _) in STOCHASTIC_LAYER_MAPPING.items()
@@ -179,7 +179,7 @@ def _layer_drop_rate(drop_rate: float, module_id: int, module_count: int, drop_d
 
 def _set_drop_rates(model: nn.Module, drop_rate: float, drop_distribution: str) -> None:
     for module in model.modules():
-        if isinstance(module, _StochasticBlock):
+        if isinstance(module, StochasticBlock):
             module.drop_rate = _layer_drop_rate(drop_rate, module.module_id, module.module_count, drop_distribution)
 
 
@@ -232,20 +232,20 @@ def apply_stochastic_depth(
         >>> [round(m.drop_rate, 2) for m in model.modules() if isinstance(m, StochasticBasicBlock)]
         [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
     """
-    _check_stochastic_method(stochastic_method)
+    check_stochastic_method(stochastic_method)
     _check_target_layer_name(target_layer_name)
-    _check_drop_rate(drop_rate)
+    check_drop_rate(drop_rate)
     _check_drop_distribution(drop_distribution)
     target_class, stochastic_class = STOCHASTIC_LAYER_MAPPING[target_layer_name]
     # Blocks that are already stochastic (a subclass of our blocks) stay as they are.
-    targets = [m for m in model.modules() if isinstance(m, target_class) and not isinstance(m, _StochasticBlock)]
+    targets = [m for m in model.modules() if isinstance(m, target_class) and not isinstance(m, StochasticBlock)]
     if not targets:
         _check_targets_found(model, target_layer_name)
     module_count = len(targets)
     next_id = iter(range(module_count))
 
     def policy(module: nn.Module, index: int) -> nn.Module | None:
-        if isinstance(module, _StochasticBlock):
+        if isinstance(module, StochasticBlock):
             return None
         module_id = next(next_id)
         return stochastic_class.from_target_layer(
@@ -316,11 +316,11 @@ class StochasticDepth(Algorithm):
         drop_warmup: float = 0.0,
         use_same_gpu_seed: bool = True,
     ) -> None:
-        _check_stochastic_method(stochastic_method)
+        check_stochastic_method(stochastic_method)
         _check_target_layer_name(target_layer_name)
-        _check_drop_rate(drop_rate)
+        check_drop_rate(drop_rate)
         _check_drop_distribution(drop_distribution)
-        _check_drop_rate(drop_warmup, name="drop_warmup")
+        check_drop_rate(drop_warmup, name="drop_warmup")
         self.stochastic_method = stochastic_method
         self.target_layer_name = target_layer_name
         self.drop_rate = drop_rate
@@ -351,7 +351,7 @@ class StochasticDepth(Algorithm):
                 use_same_gpu_seed=self.use_same_gpu_seed,
                 generator=self._make_generator(state),
             )
-            count = sum(isinstance(m, _StochasticBlock) for m in state.model.modules())
+            count = sum(isinstance(m, StochasticBlock) for m in state.model.modules())
             logger.metric_fit({"stochastic_depth/num_stochastic_layers": count})
         if self.drop_warmup > 0:
             warmup_done = min(1.0, state.get_elapsed_duration().value / self.drop_warmup)

@@ -22,13 +22,21 @@ from torch import nn
 
 from composer.models.resnet import BasicBlock, Bottleneck
 
-__all__ = ["STOCHASTIC_METHODS", "StochasticBasicBlock", "StochasticBottleneck"]
+__all__ = [
+    "STOCHASTIC_METHODS",
+    "StochasticBasicBlock",
+    "StochasticBlock",
+    "StochasticBottleneck",
+    "check_drop_rate",
+    "check_stochastic_method",
+]
 
 STOCHASTIC_METHODS = ("block", "sample")
 """What is dropped: ``'block'`` (the residual branch, for the whole batch) or ``'sample'`` (per sample)."""
 
 
-def _check_stochastic_method(stochastic_method: str) -> None:
+def check_stochastic_method(stochastic_method: str) -> None:
+    """Raises ValueError unless ``stochastic_method`` is one of :data:`STOCHASTIC_METHODS`."""
     if stochastic_method not in STOCHASTIC_METHODS:
         raise ValueError(
             f"stochastic_method={stochastic_method!r} is not supported; choose one of {list(STOCHASTIC_METHODS)} "
@@ -36,12 +44,13 @@ def _check_stochastic_method(stochastic_method: str) -> None:
         )
 
 
-def _check_drop_rate(drop_rate: float, name: str = "drop_rate") -> None:
+def check_drop_rate(drop_rate: float, name: str = "drop_rate") -> None:
+    """Raises ValueError naming ``name`` unless ``drop_rate`` is a probability in [0, 1]."""
     if isinstance(drop_rate, bool) or not isinstance(drop_rate, (int, float)) or not 0.0 <= drop_rate <= 1.0:
         raise ValueError(f"{name}={drop_rate!r} must be a probability in [0.0, 1.0], such as 0.2.")
 
 
-class _StochasticBlock(nn.Module):
+class StochasticBlock(nn.Module):
     """The stochastic forward pass shared by both block types; the residual branch comes from the subclass."""
 
     drop_rate: float
@@ -66,8 +75,8 @@ class _StochasticBlock(nn.Module):
         rand_generator: torch.Generator | None,
         stochastic_method: str,
     ) -> None:
-        _check_drop_rate(drop_rate)
-        _check_stochastic_method(stochastic_method)
+        check_drop_rate(drop_rate)
+        check_stochastic_method(stochastic_method)
         if not 0 <= module_id < module_count:
             raise ValueError(
                 f"module_id={module_id!r} must be in [0, module_count) with module_count={module_count!r} "
@@ -151,7 +160,7 @@ class _StochasticBlock(nn.Module):
         )
 
 
-class StochasticBottleneck(_StochasticBlock, Bottleneck):
+class StochasticBottleneck(StochasticBlock, Bottleneck):
     """Stochastic ResNet Bottleneck block: the residual branch is randomly skipped in training.
 
     In ``"block"`` mode (the default) the block skips its transformation with probability ``drop_rate`` in training
@@ -207,7 +216,7 @@ class StochasticBottleneck(_StochasticBlock, Bottleneck):
         return Bottleneck.residual(self, x)
 
 
-class StochasticBasicBlock(_StochasticBlock, BasicBlock):
+class StochasticBasicBlock(StochasticBlock, BasicBlock):
     """Stochastic ResNet basic block (two 3x3 convolutions): the residual branch is randomly skipped in training.
 
     The counterpart of :class:`StochasticBottleneck` for ResNet-18/34 and the CIFAR ResNets; the arguments are the
