@@ -1,4 +1,5 @@
-"""Package-wide rules: cheap import, __all__ everywhere, layering between subpackages."""
+"""Package-wide rules: cheap import, __all__ everywhere, layering between subpackages, no import cycles and no
+private names imported across modules."""
 
 import ast
 import importlib
@@ -104,3 +105,140 @@ def test_layering(path):
             parts = name.split(".")
             if parts[0] == "composer" and len(parts) > 1 and parts[1] in ALLOWED | {"cli": 0, "config": 0}:
                 assert parts[1] in allowed, f"{rel} imports {name}: {package} may import only {sorted(allowed)}"
+
+
+# ---- the import graph: no cycles, no private names across modules -------------------------------------------------
+
+MODULE_PATHS = {_module_name(path): path for path in MODULES}
+
+
+def _runtime_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement of a module, those inside functions included; those under ``if TYPE_CHECKING:`` are
+    left out (annotations only: nothing is imported when the code runs)."""
+    typing_only: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            typing_only.update(id(sub) for statement in node.body for sub in ast.walk(statement))
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in typing_only
+    ]
+
+
+def _source_module(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The absolute name of the module that ``from ... import`` reads, relative imports resolved."""
+    if not node.level:
+        return node.module or ""
+    parts = module.split(".") if is_package else module.split(".")[:-1]
+    parts = parts[: len(parts) - node.level + 1]
+    return ".".join([*parts, *([node.module] if node.module else [])])
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the library modules it imports when it runs (a package's imports of its own children left out)."""
+    graph: dict[str, set[str]] = {name: set() for name in MODULE_PATHS}
+    for name, path in MODULE_PATHS.items():
+        for node in _runtime_imports(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                source = _source_module(node, name, path.name == "__init__.py")
+                targets = [source, *(f"{source}.{alias.name}" for alias in node.names)]  # a name may be a module
+            graph[name] |= {t for t in targets if t in graph and t != name and not t.startswith(name + ".")}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        on_stack.add(module)
+        for target in sorted(graph[module]):
+            if target not in order:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in on_stack:
+                low[module] = min(low[module], order[target])
+        if low[module] == order[module]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in order:
+            visit(module)
+    return groups
+
+
+def test_no_import_cycles_counting_imports_inside_functions():
+    cycles = _cycles(_import_graph())
+    assert not cycles, (
+        f"Import cycles among modules (an import inside a function counts; one under `if TYPE_CHECKING:` does "
+        f"not): {cycles}. Move what the modules of a cycle share into a module that they all import, or pass the "
+        f"object in instead of importing it."
+    )
+
+
+def test_cycle_finder_counts_imports_inside_functions():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+    tree = ast.parse(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import x\ndef f():\n    import y\nimport z\n"
+    )
+    assert sorted(alias.name for node in _runtime_imports(tree) for alias in node.names) == [
+        "TYPE_CHECKING",
+        "y",
+        "z",
+    ]
+
+
+def _is_private_helper(source: str, importer: str) -> bool:
+    """Whether ``source`` is a private helper module (``_name``) of the package ``importer`` belongs to."""
+    package, _, leaf = source.rpartition(".")
+    return leaf.startswith("_") and not leaf.startswith("__") and importer.rpartition(".")[0] == package
+
+
+def _private_imports() -> list[str]:
+    found = []
+    for name, path in MODULE_PATHS.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            source = _source_module(node, name, path.name == "__init__.py")
+            if source.split(".")[0] != "composer" or source == name or _is_private_helper(source, name):
+                continue
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                if private and f"{source}.{alias.name}" not in MODULE_PATHS:  # a private module is no private name
+                    found.append(f"{name} imports {alias.name} from {source}")
+    return found
+
+
+def test_no_private_names_imported_across_modules():
+    found = _private_imports()
+    assert not found, (
+        f"Private names imported from another module: {found}. Make the name public in the module that owns it "
+        f"(drop the underscore, add it to __all__), or move it into a private helper module of the importer's "
+        f"package (a module whose name starts with '_'), which its siblings may import from."
+    )
+
+
+def test_private_helper_modules_are_those_of_the_same_package():
+    assert _is_private_helper("composer.core._time", "composer.core.timer")
+    assert not _is_private_helper("composer.core._time", "composer.utils.misc")
+    assert not _is_private_helper("composer.core.time", "composer.core.timer")
+    assert not _is_private_helper("composer.core.__init__", "composer.core.timer")
