@@ -8,6 +8,7 @@ import logging
 import os
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from inspect import signature
 from pathlib import Path
 from typing import Any
 
@@ -238,61 +239,22 @@ class Trainer:
         self.compilation = None if options is None else Compilation(options)
         check_composition(algorithms)  # before anything starts: a pair that has no meaning together
         precision = Precision(precision)
-        # Launched: create the process group first, so that the state's seed and rank are per process.
-        self.parallel = Parallelism(
-            device=device,
-            dist_timeout=dist_timeout,
-            fsdp_config=fsdp_config,
-            precision=precision,
-            ddp_sync_strategy=ddp_sync_strategy,
-            grad_accum_auto=auto_microbatching,
-        )
-        self.device = self.parallel.device
-        self._moves_batches = self.device.type != "cpu"  # read per batch: a bool is cheaper than torch.device.type
-        if precision == Precision.BF16 and self.device.type == "cuda" and not torch.cuda.is_bf16_supported():
-            raise ValueError("precision='bf16' but this GPU does not support bfloat16; use 'amp' or 'fp32'.")
-
-        self.checkpointing = Checkpointing(
-            run_name=run_name,
-            save_folder=save_folder,
-            save_filename=save_filename,
-            save_latest_filename=save_latest_filename,
-            save_interval=save_interval,
-            save_num_checkpoints_to_keep=save_num_checkpoints_to_keep,
-            save_overwrite=save_overwrite,
-            save_weights_only=save_weights_only,
-            load_path=load_path,
-            load_weights_only=load_weights_only,
-            load_strict_model_weights=load_strict_model_weights,
-            load_ignore_keys=load_ignore_keys,
-            autoresume=autoresume,
-            storage_options=storage_options,
-            on_upload_failure=on_upload_failure,
-            sharded=self.parallel.sharded_checkpoints,
-        )
+        # Before INIT (the Event docstring's order): the processes, the run's name and seed, the data, the loggers,
+        # the checkpoint saver, and the State that INIT's algorithms see.
+        self._start_processes(device, dist_timeout, fsdp_config, precision, ddp_sync_strategy, auto_microbatching)
+        checkpoint_keywords = {
+            name: arguments[name] for name in signature(Checkpointing).parameters if name in arguments
+        }
+        self.checkpointing = Checkpointing(**checkpoint_keywords, sharded=self.parallel.sharded_checkpoints)
         self.run_name = self.checkpointing.run_name
-        # Launched: rank 0's seed, on every rank.
-        self.seed = self.parallel.agree_on_seed(new_seed() if seed is None else seed)
-        if seed is None:
-            log.info("No seed given; using seed=%d.", self.seed)
-        seed_all(self.seed)
-        if deterministic_mode:
-            configure_deterministic_mode()
-
+        self._seed(seed, deterministic_mode)
         self._train_spec = check_train_data(
             self.parallel.shard_train_data(ensure_data_spec(train_dataloader), seed=self.seed)
         )
         self.grad_clip_norm = grad_clip_norm
         self._train_subset_num_batches = train_subset_num_batches
         self._eval_subset_num_batches = eval_subset_num_batches
-
-        destinations: list[LoggerDestination] = []
-        if progress_bar:
-            destinations.append(ProgressBarLogger())
-        destinations.extend(console_loggers(log_to_console, console_log_interval))
-        destinations.extend(loggers)
-        # Launched: one progress bar, each file written once.
-        destinations = self.parallel.rank_zero_destinations(destinations, RANK_ZERO_DESTINATIONS)
+        destinations = self._destinations(progress_bar, log_to_console, console_log_interval, loggers)
         if self.fsdp_config is not None:
             arguments["fsdp_config"] = self.fsdp_config.to_dict()
         self._run_config = run_config({**arguments, "run_name": self.run_name, "seed": self.seed})
@@ -300,7 +262,6 @@ class Trainer:
         self._preemption = Preemption(
             grace_period=preemption_grace_period, handle_sigint=handle_sigint, saver=saver, agreement=self.parallel.stop
         )
-
         self.state = State(
             model=model,
             max_duration=max_duration,
@@ -323,81 +284,21 @@ class Trainer:
             self.state.callbacks.insert(len(destinations), DeferredNaNMonitor())
         self._model = model  # typed handle on state.model (which algorithms may not replace wholesale)
         self.logger = Logger(self.state, destinations)
-        profiler_config = resolve_profiler(profiler)
-        if profiler_config is not None:
-            arguments["profiler"] = profiler_config.to_dict()
-        # Profiling or not is decided here, once: without a profiler nothing below is wrapped.
-        self.profiler = (
-            None
-            if profiler_config is None
-            else ProfilerSession(profiler_config, self.run_name, self.state.rank, self.device.type == "cuda")
-        )
+        self._start_profiler(profiler)
         self.engine = Engine(self.state, self.logger, None if self.profiler is None else self.profiler.wrap)
-
         # For scripts that never call close(): close once when this Trainer is collected or the interpreter exits.
         # The finalizer holds the engine, never the Trainer (nothing the engine reaches refers back to it).
         self._closer = weakref.finalize(self, self.engine.close)
         try:
             params_before = dict(model.named_parameters())
             self._fire(Event.INIT)
-            if self.state.model is not model:  # an algorithm replaced the model at INIT (NoOpModel): train that one
-                replacement = self.state.model
-                if not isinstance(replacement, ComposerModel):
-                    raise TypeError(
-                        f"An algorithm replaced the model at Event.INIT with a {type(replacement).__name__}, which is "
-                        "not a ComposerModel. An algorithm that swaps state.model must put a ComposerModel there."
-                    )
-                model = self._model = replacement
-            if optimizers is None:
-                from composer.optim.decoupled_weight_decay import DecoupledSGDW
-
-                self.state.optimizers = [DecoupledSGDW(model.parameters(), lr=0.1)]
-            else:
-                update_optimizer_params(self.state.optimizers, params_before, dict(model.named_parameters()))
-                # After surgery and the remap, with requires_grad as algorithms left it (what they freeze is exempt).
-                check_optimizer_params(model, self.state.optimizers)
-            self._precision_context = precision_context(precision, self.device)
-            # Training's forward and loss: None runs them as they are (fp32), without entering a context per batch.
-            self._autocast = None if precision == Precision.FP32 else self._precision_context
-            self.state.scaler = make_grad_scaler(precision, self.device)
-            # Read back from the state: an algorithm (ScaleSchedule) may have set the ratio at INIT.
-            self._schedulers = TrainerSchedulers(
-                self.state, schedulers, self.state.scale_schedule_ratio, step_schedulers_every_batch
-            )
-            check_scheduler_optimizers(self.state.schedulers, self.state.optimizers)
-            self._warned_before_fit = False
-            self._create_graph = any(a.backwards_create_graph for a in self.state.algorithms)
-            if find_unused_parameters is None:
-                find_unused_parameters = any(a.find_unused_parameters for a in self.state.algorithms)
-            # On the device; FSDP shards, then the checkpoint loads (load_path, or with autoresume the newest of this
-            # run), then DDP wraps (and again after FIT_START if its algorithms change the parameters' layout, as
-            # ChannelsLast does: Parallelism.rewrap); launched, each rank then draws its own random numbers.
-            self.parallel.prepare(
-                model,
-                self.state.optimizers,
-                find_unused_parameters=find_unused_parameters,
-                seed=self.seed,
-                load=lambda: self.checkpointing.load(self.state),
-                compile_model=None if self.compilation is None else functools.partial(self.compilation.compile, model),
-            )
-            # The training step's stages; profiled, each runs in its named range.
-            stage = self._stage = unprofiled if self.profiler is None else self.profiler.wrap
-            self._forward = self._training_forward()
-            self._loss = stage("trainer/loss", autocasting(model.loss, self._autocast))
-            self._backward = stage("trainer/backward", torch.Tensor.backward)
-            self._batches = unprofiled_batches if self.profiler is None else self.profiler.batches
-            self._microbatching = self.parallel.microbatching(self.state, self.logger)  # run(attempt) per batch
-            self._evaluation = EvaluationLoop(
-                state=self.state,
-                engine=self.engine,
-                logger=self.logger,
-                model=model,
-                parallel=self.parallel,
-                microbatching=self._microbatching,
-                precision_context=self._precision_context,
-                run_over=self._run_over,
-                at_fit_end=eval_at_fit_end,
-            )
+            # After INIT: the optimizers see the model surgery left; then the precision and the schedules; then the
+            # model goes on the device and is wrapped (the wrap point); last, the training step's stages.
+            model = self._model_after_init(model)
+            self._optimizers_after_init(model, optimizers is None, params_before)
+            self._precision_and_schedules(precision, schedulers, step_schedulers_every_batch)
+            self._place_and_wrap(model, find_unused_parameters)
+            self._build_step(model, eval_at_fit_end)
         except BaseException:
             self.close()  # callbacks may have opened files at INIT; the caller never gets a Trainer to close
             raise
@@ -410,7 +311,129 @@ class Trainer:
     def fsdp_config(self) -> FSDPConfig | None:
         return self.parallel.fsdp_config
 
-    # ---- construction helpers ----------------------------------------------------------------------------------
+    # ---- construction phases, in the order __init__ runs them -------------------------------------------------
+
+    def _start_processes(
+        self,
+        device: str | torch.device | None,
+        dist_timeout: float,
+        fsdp_config: FSDPConfig | Mapping[str, Any] | None,
+        precision: Precision,
+        ddp_sync_strategy: str | DDPSyncStrategy,
+        auto_microbatching: bool,
+    ) -> None:
+        # Launched: create the process group first, so that the state's seed and rank are per process.
+        self.parallel = Parallelism(
+            device=device,
+            dist_timeout=dist_timeout,
+            fsdp_config=fsdp_config,
+            precision=precision,
+            ddp_sync_strategy=ddp_sync_strategy,
+            grad_accum_auto=auto_microbatching,
+        )
+        self.device = self.parallel.device
+        self._moves_batches = self.device.type != "cpu"  # read per batch: a bool is cheaper than torch.device.type
+        if precision == Precision.BF16 and self.device.type == "cuda" and not torch.cuda.is_bf16_supported():
+            raise ValueError("precision='bf16' but this GPU does not support bfloat16; use 'amp' or 'fp32'.")
+
+    def _seed(self, seed: int | None, deterministic_mode: bool) -> None:
+        # Launched: rank 0's seed, on every rank.
+        self.seed = self.parallel.agree_on_seed(new_seed() if seed is None else seed)
+        if seed is None:
+            log.info("No seed given; using seed=%d.", self.seed)
+        seed_all(self.seed)
+        if deterministic_mode:
+            configure_deterministic_mode()
+
+    def _destinations(
+        self,
+        progress_bar: bool,
+        log_to_console: bool,
+        console_log_interval: str | Time[Any] | int | None,
+        loggers: list[LoggerDestination],
+    ) -> list[LoggerDestination]:
+        destinations: list[LoggerDestination] = [ProgressBarLogger()] if progress_bar else []
+        destinations.extend(console_loggers(log_to_console, console_log_interval))
+        destinations.extend(loggers)
+        # Launched: one progress bar, each file written once.
+        return self.parallel.rank_zero_destinations(destinations, RANK_ZERO_DESTINATIONS)
+
+    def _start_profiler(self, profiler: Profiler | Mapping[str, Any] | bool | None) -> None:
+        # Profiling or not is decided here, once: without a profiler nothing below is wrapped.
+        config = resolve_profiler(profiler)
+        cuda = self.device.type == "cuda"
+        self.profiler = None if config is None else ProfilerSession(config, self.run_name, self.state.rank, cuda)
+
+    def _model_after_init(self, model: ComposerModel) -> ComposerModel:
+        if self.state.model is model:
+            return model
+        replacement = self.state.model  # an algorithm replaced the model at INIT (NoOpModel): train that one
+        if not isinstance(replacement, ComposerModel):
+            raise TypeError(
+                f"An algorithm replaced the model at Event.INIT with a {type(replacement).__name__}, which is "
+                "not a ComposerModel. An algorithm that swaps state.model must put a ComposerModel there."
+            )
+        self._model = replacement
+        return replacement
+
+    def _optimizers_after_init(
+        self, model: ComposerModel, default: bool, params_before: dict[str, torch.nn.Parameter]
+    ) -> None:
+        if default:
+            from composer.optim.decoupled_weight_decay import DecoupledSGDW
+
+            self.state.optimizers = [DecoupledSGDW(model.parameters(), lr=0.1)]
+        else:
+            update_optimizer_params(self.state.optimizers, params_before, dict(model.named_parameters()))
+            # After surgery and the remap, with requires_grad as algorithms left it (what they freeze is exempt).
+            check_optimizer_params(model, self.state.optimizers)
+
+    def _precision_and_schedules(self, precision: Precision, schedulers: Any, every_batch: bool) -> None:
+        self._precision_context = precision_context(precision, self.device)
+        # Training's forward and loss: None runs them as they are (fp32), without entering a context per batch.
+        self._autocast = None if precision == Precision.FP32 else self._precision_context
+        self.state.scaler = make_grad_scaler(precision, self.device)
+        # Read back from the state: an algorithm (ScaleSchedule) may have set the ratio at INIT.
+        self._schedulers = TrainerSchedulers(self.state, schedulers, self.state.scale_schedule_ratio, every_batch)
+        check_scheduler_optimizers(self.state.schedulers, self.state.optimizers)
+        self._warned_before_fit = False
+
+    def _place_and_wrap(self, model: ComposerModel, find_unused_parameters: bool | None) -> None:
+        algorithms = self.state.algorithms
+        self._create_graph = any(a.backwards_create_graph for a in algorithms)
+        if find_unused_parameters is None:
+            find_unused_parameters = any(a.find_unused_parameters for a in algorithms)
+        # On the device; FSDP shards, then the checkpoint loads (load_path, or with autoresume the newest of this
+        # run), then DDP wraps (and again after FIT_START if its algorithms change the parameters' layout, as
+        # ChannelsLast does: Parallelism.rewrap); launched, each rank then draws its own random numbers.
+        self.parallel.prepare(
+            model,
+            self.state.optimizers,
+            find_unused_parameters=find_unused_parameters,
+            seed=self.seed,
+            load=lambda: self.checkpointing.load(self.state),
+            compile_model=None if self.compilation is None else functools.partial(self.compilation.compile, model),
+        )
+
+    def _build_step(self, model: ComposerModel, eval_at_fit_end: bool) -> None:
+        # The training step's stages; profiled, each runs in its named range.
+        stage = self._stage = unprofiled if self.profiler is None else self.profiler.wrap
+        self._forward = self._training_forward()
+        self._loss = stage("trainer/loss", autocasting(model.loss, self._autocast))
+        self._backward = stage("trainer/backward", torch.Tensor.backward)
+        self._batches = unprofiled_batches if self.profiler is None else self.profiler.batches
+        self._microbatching = self.parallel.microbatching(self.state, self.logger)  # run(attempt) per batch
+        self._evaluation = EvaluationLoop(
+            state=self.state,
+            engine=self.engine,
+            logger=self.logger,
+            model=model,
+            parallel=self.parallel,
+            microbatching=self._microbatching,
+            precision_context=self._precision_context,
+            run_over=self._run_over,
+            at_fit_end=eval_at_fit_end,
+        )
 
     def _training_forward(self) -> Callable[[Any], Any]:
         # The model's forward, or DDP's wrapper's (its forward prepares the all-reduce), under the precision's autocast.
