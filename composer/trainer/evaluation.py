@@ -61,7 +61,7 @@ class EvaluationLoop:
         parallel (Parallelism): Keeps FSDP's evaluation forward passes in step across ranks.
         microbatching (Microbatching): How many parts each evaluator's batches are split into.
         precision_context (Callable): The run's precision context (autocast), entered around each forward pass.
-        run_over (Callable): Whether ``fit`` has reached its end (its duration, or a stop).
+        fit_finished (Callable): Whether ``fit`` has reached its end: ``max_duration``, or a stop.
         at_fit_end (bool): Evaluate the weights ``fit`` ends with (see the module docstring).
     """
 
@@ -75,11 +75,11 @@ class EvaluationLoop:
         parallel: Parallelism,
         microbatching: Microbatching,
         precision_context: Callable[[], AbstractContextManager[Any]],
-        run_over: Callable[[], bool] = lambda: False,
+        fit_finished: Callable[[], bool] = lambda: False,
         at_fit_end: bool = False,
     ) -> None:
         self._state, self._engine, self._logger = state, engine, logger
-        self._run_over, self.at_fit_end = run_over, at_fit_end
+        self._fit_finished, self.at_fit_end = fit_finished, at_fit_end
         self._evaluated_at: dict[str, int] = {}  # evaluator label -> the batch count it last ran at
         self.model = model
         self._parallel = parallel
@@ -110,7 +110,7 @@ class EvaluationLoop:
         now; at the end of ``fit``, with :attr:`at_fit_end`, every evaluator that has not run at this batch count."""
         state = self._state
         timer = state.timer
-        ending = self.at_fit_end and self._run_over()
+        ending = self.at_fit_end and self._fit_finished()
         if ending and unit == TimeUnit.BATCH and not state.fit_ends_mid_epoch:
             return  # after EPOCH_END, on the weights fit ends with
         for evaluator in state.evaluators:

@@ -431,7 +431,7 @@ class Trainer:
             parallel=self.parallel,
             microbatching=self._microbatching,
             precision_context=self._precision_context,
-            run_over=self._run_over,
+            fit_finished=self._fit_finished,
             at_fit_end=eval_at_fit_end,
         )
 
@@ -480,7 +480,8 @@ class Trainer:
             self.close()
             raise
 
-    def _run_over(self) -> bool:
+    def _fit_finished(self) -> bool:
+        # max_duration is reached, or a callback called state.stop_training().
         state = self.state
         duration = state.max_duration
         return state.stop_reason is not None or state.timer.count(duration.unit) >= duration.value
@@ -503,7 +504,7 @@ class Trainer:
             self._warned_before_fit = True
             warn_before_fit(state, self._schedulers.per_batch, self.checkpointing)
         self.logger.metric_fit({"trainer/algorithms": [repr(a) for a in state.algorithms]})
-        while not self._run_over():
+        while not self._fit_finished():
             state.model.train()
             resume_at = state.timer.batch_in_epoch.value
             if resume_at == 0:
@@ -518,7 +519,7 @@ class Trainer:
                 num_batches += 1
                 train_batch(batch)
                 self._preemption.after_batch(state)  # after a signal (every rank the same batch): save, raise Preempted
-                if self._run_over():
+                if self._fit_finished():
                     break
             if num_batches == 0 and resume_at == 0:
                 raise ValueError(
