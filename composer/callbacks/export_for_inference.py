@@ -55,16 +55,10 @@ def sample_input_from_batch(batch: Any, rows: int = 2) -> torch.Tensor:
 class ExportForInference(Callback):
     """Exports the trained network at the end of ``fit`` (``Event.FIT_END``) to TorchScript and ONNX, and checks it.
 
-    Each format goes through :func:`composer.utils.export_for_inference`: the network is copied (unwrapped from DDP
-    and ``torch.compile``, the ``.module`` of a ComposerClassifier), put in eval mode, exported with a dynamic batch
-    dimension, loaded back and run against the eager copy. Surgery methods (BlurPool, SqueezeExcite, ChannelsLast)
-    stay in the export; training-only behaviour (StochasticDepth's drops, dropout) is neutral in eval mode. The
-    results are kept in :attr:`results` and logged (``export/<format>/max_abs_error``, at the FIT level). Only the
-    process of global rank 0 writes files. Call :meth:`export` to export at any other time.
-
-    EMA and SWA swap their averaged weights in at the end of training before this callback runs (algorithms run
-    before callbacks at each event), so the export holds the weights that training produced. A model sharded with
-    FSDP is refused at ``FIT_START``: save a full checkpoint and export an unsharded model loaded from it.
+    Each format goes through :func:`composer.utils.export_for_inference` (a copy of the network, exported and
+    checked); the results are kept in :attr:`results` and logged, and only global rank 0 writes files. Call
+    :meth:`export` to export at any other time. The guide (``docs/guides/exporting-for-inference.md``) says which
+    weights are exported.
 
     Args:
         save_path (str): The files' path without a suffix; ``.pt`` (TorchScript) and ``.onnx`` are appended unless

@@ -32,20 +32,9 @@ class FileLogger(BufferedDestination):
         {"level": "batch", "epoch": 0, "batch": 3, "batch_in_epoch": 3, "sample": 12, "token": 0,
          "data": {"loss/train": 1.0986}}
 
-    The file name may hold the fields ``save_folder`` takes, filled in at ``Event.INIT`` in the same way:
-    ``FileLogger("out/{run_name}/log.txt")`` writes ``out/<the Trainer's run_name>/log.txt``, and ``{rank}`` is the
-    process's rank (see :func:`~composer.loggers.log_path.format_log_path`); :attr:`filename` is the filled-in path
-    from then on. The folder is checked when the logger is built and again at ``Event.INIT``, so a path that cannot
-    be written fails before training starts. The file itself is created at the first write: a Trainer whose
-    construction fails before anything is logged (a corrupt ``load_path``, say) leaves no file behind, and re-running
-    the same script fails the same way, not on a log file left over. Lines are written in batches (see
-    :class:`BufferedDestination`) and flushed to disk at every epoch and evaluation end, and at every checkpoint.
-
-    A fresh run refuses an existing file (at ``Event.FIT_START``, or at the first write when nothing is trained),
-    unless ``overwrite``. A run that resumes from a checkpoint (``autoresume``, or ``load_path`` with the whole
-    state) continues the same file instead, whatever ``overwrite`` says: it keeps the lines written before the
-    checkpoint, drops those the interrupted run wrote after it (they are written again), and appends. The file is
-    rewritten through a temporary file and a rename, so a second interruption leaves either file whole.
+    The file name may hold the fields ``save_folder`` takes (``{run_name}``, ``{rank}``, ...). A fresh run refuses
+    an existing file unless ``overwrite``; a resumed run continues its file. The monitoring guide
+    (``docs/guides/monitoring.md``) says when the file is created, flushed and rewritten.
 
     Args:
         filename (str | PathLike): The file, with ``{run_name}``, ``{rank}``, ... filled in as in ``save_folder``;

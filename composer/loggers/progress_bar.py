@@ -58,31 +58,23 @@ class ProgressBarLogger(LoggerDestination):
         Eval: 100%|##########| 1/1 [00:00, ETA 00:00, Accuracy=0.5000, CrossEntropy=1.0986]
 
     Text that callbacks log at the FIT or EPOCH level (:class:`~composer.callbacks.Generate`'s samples) is printed
-    above the bars, or among the lines, so a default Trainer shows it.
+    above the bars, or among the lines.
 
     Anywhere else (a log file, a CI job, captured output) it prints plain lines, never one per batch: the epoch's
-    progress once ``interval_seconds`` (30 s by default) have passed since the last line, so that a long epoch still
-    shows in a job log while it runs, and one line at the end of every epoch and every evaluation::
+    progress every ``interval_seconds``, and one line at the end of every epoch and every evaluation::
 
-        Epoch 0: 140/468 batches, loss=2.3104, 00:30, ETA 04:51
         Epoch 0: 468/468 batches, loss=1.0986, 01:40, ETA 01:40
         Eval at epoch 1, batch 468: 1/1 batches, Accuracy=0.5000, CrossEntropy=1.0986, 00:00
 
-    An epoch line shows the batches done in the epoch, the latest loss, the epoch's training time and the ETA of the
-    whole run, from the training time so far (evaluation excluded). With a
-    :class:`~composer.callbacks.RuntimeEstimator` among the callbacks, the ETA is its ``time/eta`` (evaluations to come
-    included), and bars show it after the loss as ``eta=``. An evaluation is named ``Eval``, followed by its
-    evaluator's label unless that is the default ``'eval'`` (``Eval val at ...``). Bars redraw at
-    most every ``refresh_seconds``. The bar takes the loss only at the batches where it shows it (a redraw, the last
-    batch of an epoch) and reads it from the device only then, so it adds no device synchronisation, and almost no
-    work, to other steps. The Trainer adds one unless ``progress_bar=False``.
+    The Trainer adds one unless ``progress_bar=False``; what each line shows, and what the bar costs, is in the
+    monitoring guide (``docs/guides/monitoring.md``).
 
     Args:
         enabled (bool | None): None: bars on a terminal, lines elsewhere; True: always bars; False: nothing.
         stream (TextIO, optional): Where to write. Default: ``sys.stderr``, looked up when training starts.
         refresh_seconds (float): The least time between two redraws of a bar.
-        interval_seconds (float | None): Off a terminal, print the epoch's progress when this many seconds have
-            passed since the last line (default: 30); None prints only at the end of each epoch and evaluation.
+        interval_seconds (float | None): Off a terminal, the least time between two progress lines (default: 30);
+            None prints only at the end of each epoch and evaluation.
         backend (str): ``'auto'`` (rich if installed, else tqdm), ``'tqdm'`` or ``'rich'``.
         time_fn (Callable[[], float]): The clock, in seconds (default: :func:`time.monotonic`); tests pass a fake.
 

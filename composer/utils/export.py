@@ -394,23 +394,15 @@ def export_for_inference(
 ) -> ExportResult:
     """Writes ``model``'s network to ``save_path`` as TorchScript or ONNX, then runs the file to check it.
 
-    The model itself is left as it is: the export is made from a copy, prepared as the module docstring says
-    (unwrapped, on the CPU, in eval mode, without forward hooks). With ``verify``, the file is loaded back (TorchScript
-    with ``torch.jit.load``, ONNX with ``onnx.checker`` and ``onnxruntime``) and run on ``sample_input`` and, with
-    ``dynamic_batch``, on a batch one larger; each output must match the eager copy's within ``atol + rtol * |eager|``
-    (the defaults suit float32: ONNX Runtime's kernels round differently from PyTorch's), and the graph must draw no
-    random numbers.
+    The model is left as it is; with ``verify`` the file is run and checked (``docs/guides/exporting-for-inference.md``).
 
     Args:
-        model: The trained model: a ComposerModel, a plain ``nn.Module``, or either wrapped in DDP or
-            ``torch.compile``.
+        model: The trained model: a ComposerModel or plain ``nn.Module``, maybe wrapped in DDP or ``torch.compile``.
         save_format: ``'torchscript'`` or ``'onnx'``.
         save_path: The file to write (its folder is created).
         sample_input: An input of the network: a tensor, or a tuple of tensors passed as positional arguments (for a
-            ComposerClassifier, the images; for the GPT, the token ids). Its batch size need not be that of inference.
-            A batch of one is repeated to two for tracing, so the batch dimension can stay dynamic.
-        surgery_algs: Functions applied to the copy before the export, e.g. ``composer.functional.apply_blurpool``
-            for a model trained without it (each changes the module in place or returns a new one).
+            ComposerClassifier, the images; for the GPT, the token ids), of any batch size.
+        surgery_algs: Functions applied to the copy before the export, e.g. ``composer.functional.apply_blurpool``.
         transforms: More functions applied after ``surgery_algs`` (quantization, fusion), in the same way.
         input_names: Names of the ONNX inputs (default ``input``, ``input_1``, ...).
         output_names: Names of the ONNX outputs (default ``output``, ``output_1``, ...).
@@ -425,8 +417,7 @@ def export_for_inference(
         ExportResult: The path, the exporter used, and the largest difference from the eager network.
 
     Raises:
-        ValueError: For an unknown ``save_format``, a missing or malformed ``sample_input``, a ``save_path`` that
-            cannot be written, or a model sharded with FSDP.
+        ValueError: For an unknown ``save_format``, a bad ``sample_input`` or ``save_path``, or an FSDP model.
         ExportError: When the exported file does not compute what the eager network does.
         ImportError: For an ONNX export without ``onnx`` (or a verification without ``onnxruntime``).
 
@@ -438,8 +429,7 @@ def export_for_inference(
         ...                               sample_input=torch.randn(2, 1, 16, 16))
         >>> result.exporter, result.max_abs_error < 1e-5
         ('torch.jit.trace', True)
-        >>> network = torch.jit.load(str(result.path))
-        >>> network(torch.randn(5, 1, 16, 16)).shape
+        >>> torch.jit.load(str(result.path))(torch.randn(5, 1, 16, 16)).shape  # any batch size
         torch.Size([5, 10])
     """
     save_format = _check_format(save_format)

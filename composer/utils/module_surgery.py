@@ -106,12 +106,9 @@ def replace_module_classes(
 
     The modules are visited depth first, in the order they were registered. A module matches the first class in
     ``policies`` it is an instance of; its policy is called as ``policy(child, index)``, where ``index`` counts the
-    matches of that class so far (0, 1, ...), and returns the replacement, or None to keep the module (whose
-    children are then searched like any other module's). A module registered under several parents is replaced
-    under every one of them, with one call to the policy. ``module`` itself is never replaced (it has no parent).
-
-    Replacements are not searched, so a policy may wrap the module it replaces, unless ``recurse_on_replacements``
-    is True: then the policies also apply inside replacements, except to the module the replacement stands for.
+    matches of that class so far, and returns the replacement, or None to keep the module and search its children.
+    A module under several parents is replaced under each, with one call; ``module`` itself is never replaced.
+    Replacements are not searched (a policy may wrap the module it replaces) unless ``recurse_on_replacements``.
 
     Args:
         module: The model to change in place. Not a ``DistributedDataParallel`` or ``DataParallel`` wrapper:
