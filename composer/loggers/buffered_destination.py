@@ -12,7 +12,7 @@ from composer.loggers.record_buffer import Record, RecordBuffer
 if TYPE_CHECKING:
     from composer.core.state import State
 
-__all__ = ["BufferedDestination"]
+__all__ = ["BufferedDestination", "OpenedOnFitDestination"]
 
 
 class BufferedDestination(LoggerDestination):
@@ -109,3 +109,31 @@ class BufferedDestination(LoggerDestination):
     def close(self, state: State, logger: Logger) -> None:
         del state, logger
         self.flush()
+
+
+class OpenedOnFitDestination(BufferedDestination):
+    """A buffered destination whose run or writer opens at ``Event.FIT_START`` (or at its first write), not at INIT.
+
+    Between ``init`` and ``close`` the destination is started; subclasses implement ``_open`` (open the run or
+    writer once it is started, and return it) and extend ``close`` to release it. Opening late lets a resumed run
+    learn its checkpoint's state (:attr:`resumed_from`) first, so it continues the same run. The arguments are
+    :class:`BufferedDestination`'s.
+    """
+
+    _started = False  # between INIT and close (set on the instance by init and close)
+
+    def _open(self) -> Any:
+        """The run or writer, opened on the first call after INIT (None before INIT and after close)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _open().")
+
+    def init(self, state: State, logger: Logger) -> None:
+        del state, logger
+        self._started = True
+
+    def fit_start(self, state: State, logger: Logger) -> None:
+        del state, logger
+        self._open()
+
+    def close(self, state: State, logger: Logger) -> None:
+        super().close(state, logger)
+        self._started = False

@@ -13,7 +13,7 @@ from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger, LogLevel
 from composer.core.state import State
 from composer.core.time import Time, Timestamp
-from composer.loggers.buffered_destination import BufferedDestination
+from composer.loggers.buffered_destination import OpenedOnFitDestination
 from composer.loggers.log_path import check_writable
 from composer.loggers.log_value import is_number
 from composer.loggers.optional_packages import is_package_available, require_package
@@ -45,7 +45,7 @@ def _local_path(tracking_uri: str) -> tuple[Path, bool] | None:
     return None
 
 
-class MLflowLogger(BufferedDestination):
+class MLflowLogger(OpenedOnFitDestination):
     """Writes logged values to an MLflow run, through :class:`mlflow.tracking.MlflowClient` (no global active run).
 
     Numbers become metrics at step ``timestamp.batch``; strings and other values become run tags (tags may change,
@@ -114,15 +114,6 @@ class MLflowLogger(BufferedDestination):
         self.artifact_location = artifact_location
         self.run_id: str | None = None
         self._client: Any = None
-        self._started = False  # between INIT and close (the run is created or resumed at FIT_START or first write)
-
-    def init(self, state: State, logger: Logger) -> None:
-        del state, logger
-        self._started = True
-
-    def fit_start(self, state: State, logger: Logger) -> None:
-        del state, logger
-        self._open()
 
     def _open(self) -> Any:
         """The client, with the run created, or the checkpoint's run resumed, on the first call after INIT."""
@@ -206,7 +197,6 @@ class MLflowLogger(BufferedDestination):
 
     def close(self, state: State, logger: Logger) -> None:
         super().close(state, logger)
-        self._started = False
         if self._client is not None:
             failed = sys.exc_info()[0] is not None
             self._client.set_terminated(self.run_id, status="FAILED" if failed else "FINISHED")

@@ -12,7 +12,7 @@ from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger, LogLevel
 from composer.core.state import State
 from composer.core.time import Time, Timestamp
-from composer.loggers.buffered_destination import BufferedDestination
+from composer.loggers.buffered_destination import OpenedOnFitDestination
 from composer.loggers.log_path import check_writable
 from composer.loggers.log_value import is_number
 from composer.loggers.optional_packages import is_package_available, require_package
@@ -30,7 +30,7 @@ def is_tensorboard_available() -> bool:
     return is_package_available("tensorboard")
 
 
-class TensorboardLogger(BufferedDestination):
+class TensorboardLogger(OpenedOnFitDestination):
     """Writes logged values to TensorBoard event files under ``log_dir``.
 
     Numbers become scalars at step ``timestamp.batch`` (the batches trained when the value was logged); strings and
@@ -81,17 +81,8 @@ class TensorboardLogger(BufferedDestination):
             log_dir = os.path.join("runs", f"{datetime.now():%Y%m%d-%H%M%S}_{socket.gethostname()}")
         self.log_dir = check_writable(log_dir, "log_dir", is_dir=True)
         self._writer: Any = None
-        self._started = False  # between INIT and close (the writer is opened at FIT_START or the first write)
         self._step: int | None = None  # the last step written, and what was written at it (saved in checkpoints)
         self._at_step: list[dict[str, Any]] = []
-
-    def init(self, state: State, logger: Logger) -> None:
-        del state, logger
-        self._started = True
-
-    def fit_start(self, state: State, logger: Logger) -> None:
-        del state, logger
-        self._open()
 
     def _open(self) -> Any:
         """The writer, opened once the checkpoint (if any) is loaded: purging what came after it when resuming."""
@@ -157,7 +148,6 @@ class TensorboardLogger(BufferedDestination):
 
     def close(self, state: State, logger: Logger) -> None:
         super().close(state, logger)
-        self._started = False
         if self._writer is not None:
             self._writer.close()
             self._writer = None

@@ -10,7 +10,7 @@ from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger, LogLevel
 from composer.core.state import State
 from composer.core.time import Time, Timestamp
-from composer.loggers.buffered_destination import BufferedDestination
+from composer.loggers.buffered_destination import OpenedOnFitDestination
 from composer.loggers.log_path import check_writable
 from composer.loggers.log_value import is_number
 from composer.loggers.optional_packages import is_package_available, require_package
@@ -30,7 +30,7 @@ def is_wandb_available() -> bool:
     return is_package_available("wandb")
 
 
-class WandBLogger(BufferedDestination):
+class WandBLogger(OpenedOnFitDestination):
     """Writes logged values to a Weights & Biases run.
 
     Numbers go to the run's history at step ``timestamp.batch`` (values logged at the same step share a row);
@@ -104,15 +104,6 @@ class WandBLogger(BufferedDestination):
         }
         self.run: Any = None
         self.run_id: str | None = None  # the W&B run's id, once created (saved in checkpoints)
-        self._started = False  # between INIT and close (the run is created or resumed at FIT_START or first write)
-
-    def init(self, state: State, logger: Logger) -> None:
-        del state, logger
-        self._started = True
-
-    def fit_start(self, state: State, logger: Logger) -> None:
-        del state, logger
-        self._open()
 
     def resume_state(self) -> dict[str, Any]:
         return {"run_id": self.run_id}
@@ -182,7 +173,6 @@ class WandBLogger(BufferedDestination):
 
     def close(self, state: State, logger: Logger) -> None:
         super().close(state, logger)
-        self._started = False
         if self.run is not None:
             self.run.finish(exit_code=1 if sys.exc_info()[0] is not None else 0)
             self.run = None

@@ -32,6 +32,7 @@ from composer.loggers import (
     is_tensorboard_available,
     is_wandb_available,
 )
+from composer.loggers.buffered_destination import OpenedOnFitDestination
 from composer.models import GPT, ComposerClassifier, GPTConfig
 from tests.loggers.conftest import mlflow_uri
 
@@ -245,7 +246,7 @@ def test_every_callback_and_destination_is_registered_and_has_settings():
         c for c in _defined_in(composer.callbacks, Callback) - {MetricStopper} if c.__name__ not in UNREGISTERED
     }
     assert callbacks == set(CALLBACKS.values())
-    destinations = _defined_in(composer.loggers, LoggerDestination) - {BufferedDestination}
+    destinations = _defined_in(composer.loggers, LoggerDestination) - {BufferedDestination, OpenedOnFitDestination}
     assert destinations == set(LOGGERS.values())
     assert set(SETTINGS) == set(CALLBACKS) | set(LOGGERS)
 
