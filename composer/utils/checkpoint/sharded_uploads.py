@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import threading
 import warnings
 from collections import Counter
 from collections.abc import Callable
@@ -34,9 +33,8 @@ from pathlib import Path
 
 from composer.utils import dist
 from composer.utils.checkpoint.naming import DCP_INDEX, STATE_FILE, find_checkpoints, shard_files
-from composer.utils.checkpoint.remote_folder import RemoteCheckpointFolder
-from composer.utils.checkpoint.uploads import check_upload_failure_policy
-from composer.utils.object_store.uploader import BackgroundUploader, UploadError
+from composer.utils.checkpoint.uploads import UploadQueue
+from composer.utils.object_store.uploader import UploadError
 
 __all__ = ["ShardedUploads"]
 
@@ -51,7 +49,7 @@ class _Report:
     failure: str | None  # the first failure since the last report
 
 
-class ShardedUploads:
+class ShardedUploads(UploadQueue):
     """One rank's side of the uploads of the sharded checkpoints saved under ``folder`` (named by ``pattern``).
 
     Every rank makes one, and calls :meth:`submit` after each save, then :meth:`report` (a collective), and
@@ -71,21 +69,8 @@ class ShardedUploads:
     ``save_folder``) makes one; ``tests/trainer/test_sharded_store_faults.py`` shows it on two nodes whose store goes down.
     """
 
-    def __init__(
-        self,
-        remote: RemoteCheckpointFolder,
-        folder: Path,
-        pattern: str,
-        run_name: str,
-        keep: int,
-        uploader: BackgroundUploader,
-        on_upload_failure: str = "raise",
-    ) -> None:
-        self.remote, self.folder, self.pattern, self.run_name, self.keep = remote, folder, pattern, run_name, keep
-        self.uploader = uploader
-        self.on_upload_failure = check_upload_failure_policy(on_upload_failure)
+    def _init_state(self) -> None:
         self.rank = dist.get_global_rank()
-        self._lock = threading.Lock()
         # The same on every rank: changed only by what every rank does alike (a save, a report).
         self._waiting: list[str] = []  # saved, not yet known complete in the store; oldest first
         self._committing: set[str] = set()  # of those, the ones rank 0 is committing

@@ -27,7 +27,7 @@ from composer.utils.checkpoint.remote_folder import RemoteCheckpointFolder
 from composer.utils.object_store.s3 import ObjectStoreError
 from composer.utils.object_store.uploader import BackgroundUploader
 
-__all__ = ["UPLOAD_FAILURE_POLICIES", "CheckpointUploads", "check_upload_failure_policy"]
+__all__ = ["UPLOAD_FAILURE_POLICIES", "CheckpointUploads", "UploadQueue", "check_upload_failure_policy"]
 
 log = logging.getLogger(__name__)
 
@@ -64,21 +64,19 @@ def check_upload_failure_policy(value: object) -> str:
     return str(value)
 
 
-class CheckpointUploads:
-    """The uploads of the one-file checkpoints in ``folder`` (named by ``pattern``) to ``remote``.
+class UploadQueue:
+    """What the uploads of one-file and of sharded checkpoints both hold: where from and to, and the failure policy.
+
+    A subclass sets up its own bookkeeping in ``_init_state``, which the constructor calls last.
 
     Args:
-        remote (RemoteCheckpointFolder): Where they go.
+        remote (RemoteCheckpointFolder): Where the checkpoints go.
         folder (Path): The local folder they are written to.
-        pattern (str): Their file name pattern; ``run_name`` fills its ``{run_name}``.
+        pattern (str): Their name pattern; ``run_name`` fills its ``{run_name}``.
         run_name (str): The run's name.
-        keep (int): How many the store keeps (-1: all); under ``keep_local``, also how many not uploaded stay
-            locally while the store is down.
+        keep (int): How many the store keeps (-1: all).
         uploader (BackgroundUploader): The worker thread the uploads run on.
-        on_upload_failure (str): ``'raise'`` or ``'keep_local'`` (see the module's docstring).
-
-    The :class:`~composer.utils.checkpoint.RemoteFolder` of a CheckpointSaver's ``s3://`` ``save_folder`` makes one;
-    ``tests/trainer/test_store_faults.py`` shows both policies against a store that hangs.
+        on_upload_failure (str): ``'raise'`` or ``'keep_local'`` (see :func:`check_upload_failure_policy`).
     """
 
     def __init__(
@@ -95,6 +93,30 @@ class CheckpointUploads:
         self.uploader = uploader
         self.on_upload_failure = check_upload_failure_policy(on_upload_failure)
         self._lock = threading.Lock()
+        self._init_state()
+
+    def _init_state(self) -> None:
+        """Sets up the subclass's own bookkeeping (called last by the constructor)."""
+
+
+class CheckpointUploads(UploadQueue):
+    """The uploads of the one-file checkpoints in ``folder`` (named by ``pattern``) to ``remote``.
+
+    Args:
+        remote (RemoteCheckpointFolder): Where they go.
+        folder (Path): The local folder they are written to.
+        pattern (str): Their file name pattern; ``run_name`` fills its ``{run_name}``.
+        run_name (str): The run's name.
+        keep (int): How many the store keeps (-1: all); under ``keep_local``, also how many not uploaded stay
+            locally while the store is down.
+        uploader (BackgroundUploader): The worker thread the uploads run on.
+        on_upload_failure (str): ``'raise'`` or ``'keep_local'`` (see the module's docstring).
+
+    The :class:`~composer.utils.checkpoint.RemoteFolder` of a CheckpointSaver's ``s3://`` ``save_folder`` makes one;
+    ``tests/trainer/test_store_faults.py`` shows both policies against a store that hangs.
+    """
+
+    def _init_state(self) -> None:
         self._waiting: list[
             Path
         ] = []  # local checkpoints not in the store yet (queued, uploading or kept), oldest first
