@@ -62,6 +62,29 @@ class StochasticBlock(nn.Module):
     rand_generator: torch.Generator | None
     downsample: nn.Module | None
 
+    def __init__(
+        self,
+        drop_rate: float,
+        module_id: int,
+        module_count: int,
+        use_same_gpu_seed: bool,
+        use_same_depth_across_gpus: bool,
+        rand_generator: torch.Generator | None,
+        stochastic_method: str = "block",
+        **kwargs: Any,
+    ) -> None:
+        """Builds the block from ``**kwargs`` (its block class's arguments), then sets the stochastic ones."""
+        super().__init__(**kwargs)  # the block class after this one in the subclass's bases
+        self._configure(
+            drop_rate,
+            module_id,
+            module_count,
+            use_same_gpu_seed,
+            use_same_depth_across_gpus,
+            rand_generator,
+            stochastic_method,
+        )
+
     def residual(self, x: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
@@ -189,28 +212,6 @@ class StochasticBottleneck(StochasticBlock, Bottleneck):
         torch.Size([2, 64, 8, 8])
     """
 
-    def __init__(
-        self,
-        drop_rate: float,
-        module_id: int,
-        module_count: int,
-        use_same_gpu_seed: bool,
-        use_same_depth_across_gpus: bool,
-        rand_generator: torch.Generator | None,
-        stochastic_method: str = "block",
-        **kwargs: Any,
-    ) -> None:
-        Bottleneck.__init__(self, **kwargs)
-        self._configure(
-            drop_rate,
-            module_id,
-            module_count,
-            use_same_gpu_seed,
-            use_same_depth_across_gpus,
-            rand_generator,
-            stochastic_method,
-        )
-
     def residual(self, x: torch.Tensor) -> torch.Tensor:
         """The bottleneck's residual branch (1x1, 3x3, 1x1 convolutions with batch norm)."""
         return Bottleneck.residual(self, x)
@@ -242,28 +243,6 @@ class StochasticBasicBlock(StochasticBlock, BasicBlock):
         >>> torch.equal(block(x), x)  # always dropped in training: the identity shortcut alone
         True
     """
-
-    def __init__(
-        self,
-        drop_rate: float,
-        module_id: int,
-        module_count: int,
-        use_same_gpu_seed: bool,
-        use_same_depth_across_gpus: bool,
-        rand_generator: torch.Generator | None,
-        stochastic_method: str = "block",
-        **kwargs: Any,
-    ) -> None:
-        BasicBlock.__init__(self, **kwargs)
-        self._configure(
-            drop_rate,
-            module_id,
-            module_count,
-            use_same_gpu_seed,
-            use_same_depth_across_gpus,
-            rand_generator,
-            stochastic_method,
-        )
 
     def residual(self, x: torch.Tensor) -> torch.Tensor:
         """The basic block's residual branch (two 3x3 convolutions with batch norm)."""
