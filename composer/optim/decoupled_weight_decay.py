@@ -115,7 +115,7 @@ class _DecoupledWeightDecay(torch.optim.Optimizer):
             if params and (fused or (default_foreach(params) if foreach is None else foreach)):
                 if decay != 1.0:
                     torch._foreach_mul_(params, decay)
-                self._update_all(params, [grad for _, grad in pairs], group, fused)
+                self._update_all(params, [grad for _, grad in pairs], self.state, group, fused)
                 continue
             for p, grad in pairs:
                 if decay != 1.0:
@@ -127,8 +127,9 @@ class _DecoupledWeightDecay(torch.optim.Optimizer):
         """Applies the optimizer's own update to ``p`` (already decayed)."""
         raise NotImplementedError
 
+    @staticmethod
     def _update_all(
-        self, params: list[torch.Tensor], grads: list[torch.Tensor], group: dict[str, Any], fused: bool
+        params: list[torch.Tensor], grads: list[torch.Tensor], state: Any, group: dict[str, Any], fused: bool
     ) -> None:
         """Applies the update to every parameter at once (already decayed): foreach, or fused."""
         raise NotImplementedError
@@ -200,10 +201,7 @@ class DecoupledSGDW(_DecoupledWeightDecay):
         }
         super().__init__(params, defaults)
 
-    def _update_all(
-        self, params: list[torch.Tensor], grads: list[torch.Tensor], group: dict[str, Any], fused: bool
-    ) -> None:
-        sgd_foreach(params, grads, self.state, group, fused)
+    _update_all = staticmethod(sgd_foreach)
 
     def _update(self, p: torch.Tensor, grad: torch.Tensor, group: dict[str, Any]) -> None:
         momentum = group["momentum"]
@@ -277,10 +275,7 @@ class DecoupledAdamW(_DecoupledWeightDecay):
         }
         super().__init__(params, defaults)
 
-    def _update_all(
-        self, params: list[torch.Tensor], grads: list[torch.Tensor], group: dict[str, Any], fused: bool
-    ) -> None:
-        adam_foreach(params, grads, self.state, group, fused)
+    _update_all = staticmethod(adam_foreach)
 
     def _update(self, p: torch.Tensor, grad: torch.Tensor, group: dict[str, Any]) -> None:
         beta1, beta2 = group["betas"]
