@@ -264,18 +264,13 @@ class Time(Generic[TValue]):
 
     Times compare and add only within one unit; a mixed-unit ordering or sum raises :class:`ValueError` instead of
     guessing a conversion, and Times of different units are never equal. A time string or a plain number on the
-    other side is read in this Time's unit; a number added to a count must be whole. Equality never raises: a string
-    that is not a time string, or an object of another type, is simply not equal. ``hash(t)`` is ``hash(t.value)``,
-    so a Time hashes like the number it equals (``Time(5, 'ep') == 5``); it cannot also hash like the strings it
-    equals, so do not mix Times and time strings as keys of one dict.
+    other side is read in this Time's unit. Equality never raises. ``hash(t)`` is ``hash(t.value)``, so do not mix
+    Times and time strings as keys of one dict.
 
     Multiplying by a ``'dur'`` Time takes that fraction of the other operand, and dividing two Times of one unit
     gives their ratio as a ``'dur'`` Time. Multiplying or dividing a count by a number that is not an int truncates
-    the result toward zero, as ``int()`` does. Below ``2**53`` the result is Python's ``int(value * factor)``, so
-    ``Time(10, 'ep') * 0.7`` is 7 epochs, as ``10 * 0.7`` prints; above it, where a float cannot hold every whole
-    count, the result is computed exactly from the factor's value, so no whole units are lost. Int factors and
-    divisors are exact (division by an int is floor division). A result out of range (negative, ``1e100`` or more,
-    or an infinite duration) raises :class:`ValueError`.
+    toward zero, as ``int()`` does (exactly, even above ``2**53``; the guide ``docs/guides/how-it-works.md`` has the
+    details). A result out of range raises :class:`ValueError`.
 
     Args:
         value: The amount of time; a non-negative ``int`` for counts, a ``float`` for ``'dur'``.
@@ -293,8 +288,6 @@ class Time(Generic[TValue]):
         Time(25, TimeUnit.BATCH)
         >>> Time(3, "ba") * 0.5, Time(10, "ep") * 0.7
         (Time(1, TimeUnit.BATCH), Time(7, TimeUnit.EPOCH))
-        >>> Time(2**60 + 1, "tok") * 1.0 == 2**60 + 1
-        True
         >>> Time(30, "ba") / Time(120, "ba")
         Time(0.25, TimeUnit.DURATION)
         >>> Time(5, "ep") < "10ep", Time(5, "ep") == 5, Time(5, "ep") == "five", Time(5, "ep") == Time(5, "ba")

@@ -56,13 +56,13 @@ class State(Serializable):
     """The training state: the model, optimizers, time, the current batch and its results, and who runs on it.
 
     Algorithms change it; callbacks read it (and may only end the run, through :meth:`stop_training`). The Trainer
-    builds it; tests and custom loops may build one directly.
+    builds it; tests and custom loops may build one directly. The guide ``docs/guides/how-it-works.md`` says when
+    each attribute changes and what checkpoints keep.
 
     Args:
         model (torch.nn.Module): The model.
-        max_duration (str | Time | int): How long to train: ``'90ep'``, ``'500ba'``, ``'2048tok'``, ... (an int
-            means epochs). Not ``'dur'`` (that unit is a fraction of this value). Multiplied by
-            ``scale_schedule_ratio``.
+        max_duration (str | Time | int): How long to train: ``'90ep'``, ``'500ba'``, ... (an int means epochs; not
+            ``'dur'``). Multiplied by ``scale_schedule_ratio``.
         rank_zero_seed (int): The run's seed; each process seeds with ``rank_zero_seed + rank``.
         train_dataloader (Iterable, optional): The training data (a DataLoader or any iterable of batches).
         steps_per_epoch (int, optional): Batches per epoch; default ``len(train_dataloader)`` when it has a length.
@@ -74,35 +74,11 @@ class State(Serializable):
         algorithms (Sequence[Algorithm]): The algorithms, in order.
         callbacks (Sequence[Callback]): The callbacks (logger destinations first), in order.
         device (torch.device | str, optional): Where training runs. Default: CPU.
-        scale_schedule_ratio (float): The run trains ``scale_schedule_ratio x max_duration``; composer schedulers
-            receive it as ``ssr`` so their times stretch to match.
-        run_name (str, optional): The run's name (the Trainer's ``run_name``), for ``{run_name}`` in the paths that
-            logger destinations write; None when the run has none.
+        scale_schedule_ratio (float): The run trains ``scale_schedule_ratio x max_duration`` (schedulers' ``ssr``).
+        run_name (str, optional): The run's name, for ``{run_name}`` in the paths logger destinations write.
 
-    Attributes:
-        timer (Timer): Epochs, batches, samples and tokens seen so far.
-        batch (Any): The current batch (the full batch at ``AFTER_DATALOADER`` and ``BATCH_START``, the current
-            microbatch between ``BEFORE_FORWARD`` and ``AFTER_BACKWARD``, the full batch again afterwards).
-        batch_num_samples (int): Samples in ``batch``.
-        batch_num_tokens (int): Tokens in ``batch`` (0 when the data has no token count).
-        outputs (Any): The model's outputs for the current (micro)batch.
-        loss (Any): The loss: per microbatch during the microbatch loop, then the sample-weighted mean.
-        rng (torch.Generator): Seeded from ``seed``; algorithms draw their randomness from it. Saved in checkpoints.
-        scaler (torch.amp.GradScaler | None): The gradient scaler with ``precision='amp'``.
-        train_metrics (dict): Training metrics by name.
-        eval_metrics (EvalMetrics): Evaluation metrics: evaluator label -> metric name -> metric; a metric is also
-            found under MosaicML Composer v0.32.1's name for it (``['eval']['MulticlassAccuracy']`` is
-            ``['eval']['Accuracy']``, see :mod:`composer.core.metric_names`).
-        dataloader (Iterable | None): The loader being iterated now (training or evaluation).
-        dataloader_label (str | None): ``'train'`` or the evaluator's label.
-        stop_reason (str | None): Why :meth:`stop_training` was called.
-        epoch_start_rng (dict | None): The process's random states (see :meth:`capture_rng`) taken just before the
-            current epoch's data iterator was created. Checkpoints carry it, so that a run resumed in the middle of
-            an epoch can rebuild the same shuffle order and worker seeds.
-        resume_rng (dict | None): The random states a loaded checkpoint was saved with, waiting to be restored (the
-            Trainer restores them right before the first batch it trains after the resume); None otherwise.
-        sequence_cut (SequenceCut): How training sequences are shortened, as the algorithms that shorten them agreed
-            at ``INIT``.
+    Its attributes (``timer``, ``batch``, ``outputs``, ``loss``, ``rng``, ...) are listed in the guide
+    ``docs/guides/how-it-works.md`` ("State's attributes").
 
     Example:
         >>> import torch

@@ -37,12 +37,9 @@ class SyntheticClassificationDataset(ImageTensorDataset):
     labelling map): the same seeds give the same data, whatever the global random state. Draw a training and an
     evaluation set with different ``seed`` and the same ``label_seed``.
 
-    Like the real image datasets, it stores its inputs as 8-bit pixels (``images``, uint8: ``128 + 32 x``, rounded
-    and clipped to 0-255, so ``x`` is quantized to steps of 1/32 and clipped to about ``[-4, 4]``) and converts each
-    sample to float in its ``transform`` (a :class:`~composer.datasets.normalization.ToNormalizedTensor` with mean
-    128 and std 32, which gives back ``x``; the labels are computed from these values). With an image ``shape`` such
-    as ``(3, 32, 32)`` or ``(1, 28, 28)``, per-sample image augmentations (AugMix, RandAugment,
-    ``ColOut(batch=False)``) can therefore be added to ``transform``, as for the real datasets.
+    Like the real image datasets, it stores 8-bit pixels (``images``: ``128 + 32 x``, rounded and clipped) and
+    converts each sample to float in its ``transform``, so per-sample image augmentations (AugMix, RandAugment) can
+    be added to it for an image ``shape`` such as ``(3, 32, 32)``.
 
     Args:
         num_samples: Number of samples.

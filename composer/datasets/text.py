@@ -300,10 +300,7 @@ def python_docs_dataloaders(
     extrapolation (ALiBi).
 
     For a masked language model (BERT) pass ``mlm_probability``: the batches are then masked by BERT's 80/10/10
-    rule (:func:`~composer.datasets.masking.mask_tokens`) and their labels are ``-100`` wherever nothing was
-    masked. The mask token is ``mask_token_id``: the model's ``config.mask_token_id`` where it has one
-    (:func:`~composer.datasets.masking.mask_token_id_of`), else :data:`~composer.datasets.masking.BYTE_MASK_TOKEN_ID`
-    (256, so such a model has ``vocab_size=257``).
+    rule (:func:`~composer.datasets.masking.mask_tokens`), with labels ``-100`` wherever nothing was masked.
 
     Args:
         seq_len: Training sequence length in bytes.
@@ -314,7 +311,8 @@ def python_docs_dataloaders(
         num_workers: DataLoader worker processes.
         mlm_probability: None for causal language modelling (labels equal to the inputs), or the fraction of bytes
             to mask for a masked language model (BERT uses 0.15).
-        mask_token_id: The mask token, used with ``mlm_probability``.
+        mask_token_id: The mask token, used with ``mlm_probability``: the model's ``config.mask_token_id``
+            (:func:`~composer.datasets.masking.mask_token_id_of`), else 256 (a model with ``vocab_size=257``).
 
     Returns:
         tuple[DataLoader, DataLoader]: The training loader and the validation loader.
@@ -370,7 +368,8 @@ def text_file_dataloader(
         num_workers: DataLoader worker processes.
         mlm_probability: None for causal language modelling, or the fraction of bytes to mask for a masked
             language model, as in :func:`python_docs_dataloaders`.
-        mask_token_id: The mask token, used with ``mlm_probability``.
+        mask_token_id: The mask token, used with ``mlm_probability``: the model's ``config.mask_token_id``
+            (:func:`~composer.datasets.masking.mask_token_id_of`), else 256 (a model with ``vocab_size=257``).
 
     Returns:
         DataLoader: The loader; its batches are dicts of ``input_ids`` and ``labels``, each ``(batch_size, seq_len)``.
