@@ -96,6 +96,33 @@ def _group_for(name: str, name_to_group: Mapping[str, int]) -> int:
     return 0
 
 
+def _check_policies(policies: Mapping[type[nn.Module], ReplacementPolicy]) -> None:
+    if not policies:
+        raise ValueError(
+            "replace_module_classes got an empty policies mapping; pass {module class: policy(module, index)}."
+        )
+    for cls, policy in policies.items():
+        if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+            raise TypeError(f"replace_module_classes policies keys must be nn.Module classes, got {cls!r}.")
+        if not callable(policy):
+            raise TypeError(
+                f"replace_module_classes policy for {cls.__name__} must be callable (module, index) -> module | None, "
+                f"got {policy!r}."
+            )
+
+
+def _warn_nothing_replaced(
+    module: nn.Module, policies: Mapping[type[nn.Module], ReplacementPolicy], found: int
+) -> None:
+    names = [cls.__name__ for cls in policies]
+    why = f"{found} matching module(s) were all kept by their policy" if found else "found no module of those classes"
+    warnings.warn(
+        f"replace_module_classes replaced nothing in {type(module).__name__}: looked for {names}, but {why}.",
+        UserWarning,
+        stacklevel=3,  # the caller of replace_module_classes
+    )
+
+
 def replace_module_classes(
     module: nn.Module,
     policies: Mapping[type[nn.Module], ReplacementPolicy],
@@ -142,18 +169,7 @@ def replace_module_classes(
         replace_module_classes replaced nothing in Sequential: looked for ['Conv2d'], but found no module of those classes.
     """
     _check_not_wrapped(module, "replace_module_classes")
-    if not policies:
-        raise ValueError(
-            "replace_module_classes got an empty policies mapping; pass {module class: policy(module, index)}."
-        )
-    for cls, policy in policies.items():
-        if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
-            raise TypeError(f"replace_module_classes policies keys must be nn.Module classes, got {cls!r}.")
-        if not callable(policy):
-            raise TypeError(
-                f"replace_module_classes policy for {cls.__name__} must be callable (module, index) -> module | None, "
-                f"got {policy!r}."
-            )
+    _check_policies(policies)
     optimizer_list = _as_optimizer_list(optimizers)
     before = dict(module.named_parameters()) if optimizer_list else {}
 
@@ -200,16 +216,7 @@ def replace_module_classes(
     visit(module, frozenset())
 
     if not replaced:
-        names = [cls.__name__ for cls in policies]
-        found = sum(indices.values())
-        why = (
-            f"{found} matching module(s) were all kept by their policy" if found else "found no module of those classes"
-        )
-        warnings.warn(
-            f"replace_module_classes replaced nothing in {type(module).__name__}: looked for {names}, but {why}.",
-            UserWarning,
-            stacklevel=2,
-        )
+        _warn_nothing_replaced(module, policies, sum(indices.values()))
     elif optimizer_list:
         update_optimizer_params(optimizer_list, before, dict(module.named_parameters()))
     return replaced
