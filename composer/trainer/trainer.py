@@ -16,6 +16,7 @@ import torch
 
 from composer.algorithms.composition import check_composition
 from composer.algorithms.gradient_clipping import apply_gradient_clipping
+from composer.callbacks.checkpoint_saver import CheckpointSaver
 from composer.callbacks.nan_monitor import DeferredNaNMonitor, NaNMonitor
 from composer.core.algorithm import Algorithm
 from composer.core.callback import Callback
@@ -66,6 +67,14 @@ from composer.utils.seeding import configure_deterministic_mode, new_seed, seed_
 __all__ = ["Trainer"]
 
 log = logging.getLogger(__name__)
+
+
+def _check_model(model: object) -> None:
+    if not isinstance(model, ComposerModel):
+        raise TypeError(
+            f"model must be a ComposerModel, got {type(model).__name__}. Wrap a classifier with "
+            "composer.models.ComposerClassifier(module), or subclass ComposerModel (forward and loss)."
+        )
 
 
 class Trainer:
@@ -225,11 +234,7 @@ class Trainer:
     ) -> None:
         arguments = dict(locals())  # the run's config, saved in checkpoints
         check_arguments(arguments)  # every value problem at once (trainer/arguments.py, which recipes call too)
-        if not isinstance(model, ComposerModel):
-            raise TypeError(
-                f"model must be a ComposerModel, got {type(model).__name__}. Wrap a classifier with "
-                "composer.models.ComposerClassifier(module), or subclass ComposerModel (forward and loss)."
-            )
+        _check_model(model)
         grad_accum, auto_microbatching = check_grad_accum(grad_accum)
         # One object where a list is expected becomes a list of one; a class, a name or a wrong kind raises here.
         algorithms, callbacks, loggers = algorithm_list(algorithms), callback_list(callbacks), logger_list(loggers)
@@ -242,26 +247,14 @@ class Trainer:
         # Before INIT (the Event docstring's order): the processes, the run's name and seed, the data, the loggers,
         # the checkpoint saver, and the State that INIT's algorithms see.
         self._start_processes(device, dist_timeout, fsdp_config, precision, ddp_sync_strategy, auto_microbatching)
-        checkpoint_keywords = {
-            name: arguments[name] for name in signature(Checkpointing).parameters if name in arguments
-        }
-        self.checkpointing = Checkpointing(**checkpoint_keywords, sharded=self.parallel.sharded_checkpoints)
-        self.run_name = self.checkpointing.run_name
+        self._checkpoint_settings(arguments)
         self._seed(seed, deterministic_mode)
-        self._train_spec = check_train_data(
-            self.parallel.shard_train_data(ensure_data_spec(train_dataloader), seed=self.seed)
-        )
+        self._train_spec = self._train_data(train_dataloader)
         self.grad_clip_norm = grad_clip_norm
         self._train_subset_num_batches = train_subset_num_batches
         self._eval_subset_num_batches = eval_subset_num_batches
         destinations = self._destinations(progress_bar, log_to_console, console_log_interval, loggers)
-        if self.fsdp_config is not None:
-            arguments["fsdp_config"] = self.fsdp_config.to_dict()
-        self._run_config = run_config({**arguments, "run_name": self.run_name, "seed": self.seed})
-        saver = self.checkpointing.make_saver(self._run_config, check_finite)
-        self._preemption = Preemption(
-            grace_period=preemption_grace_period, handle_sigint=handle_sigint, saver=saver, agreement=self.parallel.stop
-        )
+        saver = self._saver_and_preemption(arguments, check_finite, preemption_grace_period, handle_sigint)
         self.state = State(
             model=model,
             max_duration=max_duration,
@@ -274,14 +267,10 @@ class Trainer:
             precision=precision,
             optimizers=optimizers,
             algorithms=algorithms,
-            callbacks=[*destinations, *callbacks, *([saver] if saver is not None else [])],
+            callbacks=self._callbacks(destinations, callbacks, saver, check_finite),
             device=self.device,
             run_name=self.run_name,
         )
-        self._check_finite = check_finite
-        if check_finite and not any(isinstance(c, (NaNMonitor, DeferredNaNMonitor)) for c in self.state.callbacks):
-            # A NaN or infinite loss stops the run, read without a device sync per batch.
-            self.state.callbacks.insert(len(destinations), DeferredNaNMonitor())
         self._model = model  # typed handle on state.model (which algorithms may not replace wholesale)
         self.logger = Logger(self.state, destinations)
         self._start_profiler(profiler)
@@ -336,6 +325,12 @@ class Trainer:
         if precision == Precision.BF16 and self.device.type == "cuda" and not torch.cuda.is_bf16_supported():
             raise ValueError("precision='bf16' but this GPU does not support bfloat16; use 'amp' or 'fp32'.")
 
+    def _checkpoint_settings(self, arguments: dict[str, Any]) -> None:
+        # The Trainer's keywords that Checkpointing takes, by name (save_*, load_*, autoresume, storage, run_name).
+        keywords = {name: arguments[name] for name in signature(Checkpointing).parameters if name in arguments}
+        self.checkpointing = Checkpointing(**keywords, sharded=self.parallel.sharded_checkpoints)
+        self.run_name = self.checkpointing.run_name
+
     def _seed(self, seed: int | None, deterministic_mode: bool) -> None:
         # Launched: rank 0's seed, on every rank.
         self.seed = self.parallel.agree_on_seed(new_seed() if seed is None else seed)
@@ -344,6 +339,10 @@ class Trainer:
         seed_all(self.seed)
         if deterministic_mode:
             configure_deterministic_mode()
+
+    def _train_data(self, train_dataloader: Iterable[Any] | DataSpec) -> DataSpec:
+        # Launched: each rank's share.
+        return check_train_data(self.parallel.shard_train_data(ensure_data_spec(train_dataloader), seed=self.seed))
 
     def _destinations(
         self,
@@ -357,6 +356,33 @@ class Trainer:
         destinations.extend(loggers)
         # Launched: one progress bar, each file written once.
         return self.parallel.rank_zero_destinations(destinations, RANK_ZERO_DESTINATIONS)
+
+    def _saver_and_preemption(
+        self, arguments: dict[str, Any], check_finite: bool, grace_period: float, handle_sigint: bool
+    ) -> CheckpointSaver | None:
+        if self.fsdp_config is not None:
+            arguments["fsdp_config"] = self.fsdp_config.to_dict()
+        self._run_config = run_config({**arguments, "run_name": self.run_name, "seed": self.seed})
+        self._check_finite = check_finite
+        saver = self.checkpointing.make_saver(self._run_config, check_finite)
+        self._preemption = Preemption(
+            grace_period=grace_period, handle_sigint=handle_sigint, saver=saver, agreement=self.parallel.stop
+        )
+        return saver
+
+    @staticmethod
+    def _callbacks(
+        destinations: list[LoggerDestination],
+        callbacks: list[Callback],
+        saver: CheckpointSaver | None,
+        check_finite: bool,
+    ) -> list[Callback]:
+        # The loggers first, then the user's callbacks, then the saver.
+        listed: list[Callback] = [*destinations, *callbacks, *([saver] if saver is not None else [])]
+        if check_finite and not any(isinstance(c, (NaNMonitor, DeferredNaNMonitor)) for c in listed):
+            # A NaN or infinite loss stops the run, read without a device sync per batch.
+            listed.insert(len(destinations), DeferredNaNMonitor())
+        return listed
 
     def _start_profiler(self, profiler: Profiler | Mapping[str, Any] | bool | None) -> None:
         # Profiling or not is decided here, once: without a profiler nothing below is wrapped.
@@ -461,9 +487,7 @@ class Trainer:
         """
         state = self.state
         if train_dataloader is not None:
-            self._train_spec = check_train_data(
-                self.parallel.shard_train_data(ensure_data_spec(train_dataloader), seed=self.seed)
-            )
+            self._train_spec = self._train_data(train_dataloader)
             state.train_dataloader = self._train_spec.dataloader
             state.steps_per_epoch = steps_per_epoch(self._train_spec, self._train_subset_num_batches)
         if duration is not None:
