@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import warnings
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -82,7 +81,6 @@ class ShardedUploads(UploadQueue):
         self._committed: set[str] = set()
         self._failure: str | None = None
         self._skip = False  # keep_local: an upload failed, so the jobs queued behind it skip theirs
-        self._warned = False
 
     @property
     def waiting(self) -> list[str]:
@@ -241,15 +239,9 @@ class ShardedUploads(UploadQueue):
 
     def _store_down(self, failure: str) -> None:
         self.outage, self._trying = failure, False
-        if self.rank == 0 and not self._warned:
-            self._warned = True
-            at_most = f" (the newest {self.keep} at most)" if self.keep > 0 else ""
-            warnings.warn(
-                f"{failure}. on_upload_failure='keep_local': training goes on, keeping the sharded checkpoints not yet "
-                f"uploaded in the local folders ({self.folder} on rank 0's node){at_most}; they are uploaded, newest "
-                "first, once the store answers again (tried at each save).",
-                stacklevel=2,
-            )
+        if self.rank == 0:
+            kept = f"sharded checkpoints not yet uploaded in the local folders ({self.folder} on rank 0's node)"
+            self.warn_keeping_local(failure, kept, stacklevel=2)
 
     def _keep_newest(self, busy: frozenset[str]) -> None:
         """While the store is down: the waiting checkpoints beyond the newest ``keep`` that no rank's upload may

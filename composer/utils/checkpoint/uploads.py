@@ -93,10 +93,29 @@ class UploadQueue:
         self.uploader = uploader
         self.on_upload_failure = check_upload_failure_policy(on_upload_failure)
         self._lock = threading.Lock()
+        self._warned = False  # keep_local: the store's failure was warned about (once per run)
         self._init_state()
 
     def _init_state(self) -> None:
         """Sets up the subclass's own bookkeeping (called last by the constructor)."""
+
+    def warn_keeping_local(self, failure: str, kept: str, stacklevel: int) -> None:
+        """Under ``'keep_local'``, warns once per run that the store failed and ``kept`` stay local meanwhile.
+
+        Args:
+            failure (str): Why the store does not take checkpoints.
+            kept (str): What is kept and where (``"checkpoints not yet uploaded in <folder>"``).
+            stacklevel (int): The caller's ``stacklevel`` for :func:`warnings.warn`.
+        """
+        if self._warned:
+            return
+        self._warned = True
+        at_most = f" (the newest {self.keep} at most)" if self.keep > 0 else ""
+        warnings.warn(
+            f"{failure}. on_upload_failure='keep_local': training goes on, keeping the {kept}{at_most}; they are "
+            "uploaded, newest first, once the store answers again (tried at each save).",
+            stacklevel=stacklevel + 1,
+        )
 
 
 class CheckpointUploads(UploadQueue):
@@ -120,10 +139,9 @@ class CheckpointUploads(UploadQueue):
         self._waiting: list[
             Path
         ] = []  # local checkpoints not in the store yet (queued, uploading or kept), oldest first
-        # keep_local: why the store failed for good (None while it answers); whether that was warned about; whether a
-        # checkpoint was saved (or skipped) since the last try of the store began.
+        # keep_local: why the store failed for good (None while it answers); whether a checkpoint was saved (or
+        # skipped) since the last try of the store began.
         self.outage: str | None = None
-        self._warned = False
         self._untried = False
         self._in_flight: Path | None = None  # the checkpoint being uploaded now
         self._failed_at = 0.0  # when a try of the store last failed (time.monotonic)
@@ -289,15 +307,8 @@ class CheckpointUploads(UploadQueue):
         self.uploader.submit(self._upload_waiting, f"Uploading the checkpoints waiting for {self.remote.url}")
 
     def _warn(self) -> None:
-        if self.outage is not None and not self._warned:
-            self._warned = True
-            at_most = f" (the newest {self.keep} at most)" if self.keep > 0 else ""
-            warnings.warn(
-                f"{self.outage}. on_upload_failure='keep_local': training goes on, keeping the checkpoints not yet "
-                f"uploaded in {self.folder}{at_most}; they are uploaded, newest first, once the store answers again "
-                "(tried at each save).",
-                stacklevel=5,
-            )
+        if self.outage is not None:
+            self.warn_keeping_local(self.outage, f"checkpoints not yet uploaded in {self.folder}", stacklevel=5)
 
     def _name(self, path: Path) -> str:
         return path.relative_to(self.folder).as_posix()
