@@ -154,7 +154,7 @@ def test_swa_ends_with_the_mean_keeps_the_trained_weights_and_a_second_fit_train
     scored = trainer.eval()["metrics/eval/Accuracy"]
     assert _predicted_accuracy(trainer, evaluation) == scored
     trained = algorithm.training_weights
-    assert trained is not None
+    assert trained is not None and trained.keys() == trainer.state.model.state_dict().keys()
     assert any(not torch.equal(trained[k], v) for k, v in trainer.state.model.state_dict().items())
     # The last checkpoint: the mean as the model's weights, the trained ones in SWA's state.
     last = str(tmp_path / "ckpt" / "ep2-ba46-rank0.pt")

@@ -216,7 +216,7 @@ def test_the_generator_follows_the_rules_of_hparams_for(tmp_path, monkeypatch):
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     config = read_config(SourceReader(), "my_methods", "MethodHparams")
-    assert config is not None
+    assert (config.name, config.module, config.built) == ("MethodHparams", "my_methods", ("my_methods", "Method"))
     assert [(f.name, f.default) for f in config.fields] == [
         ("mode", "'slow'"),
         ("size", None),

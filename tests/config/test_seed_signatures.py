@@ -1,6 +1,6 @@
 """Every ``*Hparams`` class a seed page documents has the page's fields, in the page's order, with its defaults.
 
-The seed pages (the API reference the library follows, under ``/work/shared/seeds/`` or ``$SEEDS_DIR``) give each
+The seed pages (the API reference the library follows, in ``shared/seeds/`` next to the checkout, or ``$SEEDS_DIR``) give each
 config class as a signature line, ``class composer.algorithms.mixup.MixUpHparams(alpha: float)``. This test parses
 those lines itself, so it is a reference independent of how the classes are made (written out, or derived from their
 constructor by :func:`~composer.core.hparams.hparams_for` with the seed's overrides). A class may add fields after the
@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-SEEDS = Path(os.environ.get("SEEDS_DIR", "/work/shared/seeds"))
+SEEDS = Path(os.environ.get("SEEDS_DIR", Path(__file__).resolve().parents[3] / "shared" / "seeds"))
 _LINE = re.compile(r"^class (composer\.[\w.]+)\.(\w+Hparams)(?:\((.*)\))?(?:\[source\]#?)?\s*$")
 _NO_DEFAULT = object()
 

@@ -99,9 +99,9 @@ def disk_full_error(
 
     Example:
         >>> cause = OSError(errno.ENOSPC, "No space left on device")
-        >>> str(disk_full_error("/tmp/ckpt/ep0-ba3.pt", cause)).startswith("Could not write the checkpoint ep0-ba3.pt")
+        >>> str(disk_full_error("ckpt/ep0-ba3.pt", cause)).startswith("Could not write the checkpoint ep0-ba3.pt")
         True
-        >>> disk_full_error("/tmp/ckpt/ep0-ba3.pt", ValueError("x")) is None
+        >>> disk_full_error("ckpt/ep0-ba3.pt", ValueError("x")) is None
         True
     """
     if not (_lacks_space(error) or (folder is not None and "unexpected pos" in str(error) and _nearly_full(folder))):
