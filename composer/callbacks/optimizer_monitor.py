@@ -132,11 +132,10 @@ def optimizer_norms(
         * ``l2_norm/grad/<name>``: ``||grad||`` (parameters with a gradient only);
         * ``l2_norm/param/<name>``: ``||p||``;
         * ``l2_norm/update/<name>``: ``||update||`` (with ``updates``);
-        * ``l2_norm_ratio/update_param/<name>``: ``||update|| / ||p||``, the relative size of the step (0 where
-          nothing changed; with ``updates``).
+        * ``l2_norm_ratio/update_param/<name>``: ``||update|| / ||p||``, the step's relative size (with ``updates``).
 
         The global norms are the square root of the sum of the squared per-parameter norms; the global ratio is the
-        global update norm over the global parameter norm.
+        global update norm over the global parameter norm. A ratio is 0 where nothing changed.
 
     Raises:
         ValueError: ``updates`` does not hold one tensor of the right shape per trained parameter.

@@ -136,7 +136,8 @@ def _reference_markdown(page: reference.Page) -> str:
         if source == path:
             lines += [f"::: {path}", "    options:", "      heading_level: 2", ""]
         else:  # shadowed by its module: rendered from its definition, under the path users type
-            lines += [f'<a id="{path}"></a>', "", f"::: {source}", "    options:", "      heading_level: 2"]
+            # `[](){#id}` (attr_list) is an anchor autorefs registers, so `[text][path]` links here; a raw <a id> is not.
+            lines += [f"[](){{#{path}}}", "", f"::: {source}", "    options:", "      heading_level: 2"]
             lines += [f"      heading: {path}", f"      toc_label: {name}", ""]
     return "\n".join(lines)
 

@@ -37,26 +37,55 @@ def test_link_check_finds_a_missing_page_and_a_missing_anchor(tmp_path):
     ]
 
 
-@pytest.mark.slow
-def test_site_builds_strict_and_every_internal_link_resolves(tmp_path):
-    pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install -e '.[docs]')")
-    site = tmp_path / "site"
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(site)],
-        cwd=ROOT,
-        env=env,
+def _mkdocs_build(root: Path, site: Path) -> subprocess.CompletedProcess[str]:
+    # Never --quiet: it hides the warnings that --strict fails on (scripts/docs builds the same way).
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=root,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(ROOT)},
         capture_output=True,
         text=True,
         timeout=600,
     )
-    seconds = time.perf_counter() - start
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The whole site, built once for the module's tests (about 30 s)."""
+    pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install -e '.[docs]')")
+    site = tmp_path_factory.mktemp("site") / "site"
+    start = time.perf_counter()
+    done = _mkdocs_build(ROOT, site)
+    print(f"\nsite built in {time.perf_counter() - start:.1f} s")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "WARNING" not in done.stderr, done.stderr
+    return site
+
+
+def test_strict_build_fails_on_an_unresolved_cross_reference(tmp_path):
+    # The gate itself: a two-page site with the real site's plugins, one page linking to a name nobody documents.
+    pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install -e '.[docs]')")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# Home\n\nSee [the page](#home) and [`thing`][composer.nowhere].\n")
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: gate\nstrict: true\nplugins: [autorefs]\nmarkdown_extensions: [attr_list, toc]\n"
+    )
+    done = _mkdocs_build(tmp_path, tmp_path / "site")
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert "Could not find cross-reference target 'composer.nowhere'" in done.stderr, done.stderr
+    # The same page with the target defined builds: the failure above is the reference, not the setup.
+    (tmp_path / "docs" / "index.md").write_text("# Home\n\n[](){#composer.nowhere}\n\n[`thing`][composer.nowhere]\n")
+    done = _mkdocs_build(tmp_path, tmp_path / "site")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_site_builds_strict_and_every_internal_link_resolves(site):
     problems = _links_module().broken_links(site)
-    print(f"\nsite built in {seconds:.1f} s; {len(problems)} broken links")
     assert not problems, "\n".join(problems)
+    # An unresolved cross-reference would have failed the build; none shows as literal text either.
+    literal = [str(page.relative_to(site)) for page in site.rglob("*.html") if "][]" in page.read_text()]
+    assert not literal, f"literal '][]' (an unresolved cross-reference) on: {literal}"
     # The generated parts are there: a reference page per package, the method cards, the three figures.
     for page in (
         "reference/composer.algorithms",
@@ -67,9 +96,12 @@ def test_site_builds_strict_and_every_internal_link_resolves(tmp_path):
     html = (site / "reference" / "composer.optim.scheduler" / "index.html").read_text()
     assert 'id="composer.optim.scheduler.cosine_annealing_scheduler"' in html
     assert 'id="composer.algorithms.MixUp"' in (site / "reference" / "composer.algorithms" / "index.html").read_text()
+    functional = (site / "reference" / "composer.functional" / "index.html").read_text()
+    assert 'id="composer.functional.mixup_batch"' in functional
+    # A function shadowed by its module (composer.algorithms.colout.colout) is linked to under its public path.
     assert (
-        'id="composer.functional.mixup_batch"'
-        in (site / "reference" / "composer.functional" / "index.html").read_text()
+        'href="../composer.functional/#composer.functional.colout"'
+        in (site / "reference" / "composer.algorithms.colout" / "index.html").read_text()
     )
     for figure in ("event_loop.svg", "lr_curves.png", "digits_compare.png"):
         assert (site / "images" / figure).stat().st_size > 1000, figure
