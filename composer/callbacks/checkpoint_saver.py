@@ -38,72 +38,39 @@ SaveInterval = str | Time[Any] | int | Callable[..., bool]
 class CheckpointSaver(Callback):
     """Saves the training state at an interval, atomically, keeping the newest ``num_checkpoints_to_keep``.
 
-    A checkpoint is written at ``BATCH_CHECKPOINT`` or ``EPOCH_CHECKPOINT`` when the interval says so, and once
-    more at the last ``EPOCH_CHECKPOINT`` of the run (at its last ``BATCH_CHECKPOINT`` when the run stops in the
-    middle of an epoch, which stays open: ``State.fit_ends_mid_epoch``), so the final state is always saved; never
-    twice after the same
-    batch (a batch interval that saved an epoch's last batch is not followed by a save of the same weights when the
-    epoch ends). Each file is written by
-    :func:`composer.utils.checkpoint.save_checkpoint` (temporary file, fsync, rename; with a checksum); then the
-    ``latest`` link is pointed at it, and the oldest checkpoints beyond ``num_checkpoints_to_keep`` are deleted (found
-    in the folder by this saver's file name pattern, so a run killed between the two steps leaves nothing for ever:
-    the next save deletes it; see :func:`~composer.utils.checkpoint.prune_checkpoints`). The
-    state is replicated across processes, so only rank 0 writes. The Trainer adds one of these for you when given
-    ``save_folder``.
-
-    With ``remote`` (the Trainer passes one for an ``s3://`` ``save_folder``), ``folder`` is where each checkpoint is
-    written first, exactly as above; a worker thread then uploads it (with its SHA-256 as object metadata) and,
-    once the upload is complete, deletes the oldest objects beyond ``num_checkpoints_to_keep`` from the store (read
-    from the store's listing, so what a run killed before its pruning left goes then) and the local copies older
-    than it. Training waits only when ``max_pending_uploads`` checkpoints are already waiting. An upload that fails
-    for good (after ``retry_budget`` seconds of retries) raises :class:`~composer.utils.object_store.UploadError`,
-    naming the object and the cause, at the next save or at the end of ``fit`` (``close`` logs it); its local file,
-    and the newest checkpoint uploaded before it, stay in ``folder``. With ``on_upload_failure='keep_local'``,
-    training goes on instead (see :mod:`~composer.utils.checkpoint.uploads`). No 'latest' link is made
-    in the store.
+    A checkpoint is written at ``BATCH_CHECKPOINT`` or ``EPOCH_CHECKPOINT`` when ``save_interval`` says so and at the
+    run's end (by rank 0); then ``latest`` points at it and the oldest beyond the number to keep go. The Trainer adds
+    one for ``save_folder``; the guide "Checkpoints, autoresume and crash safety" tells how failures are handled.
 
     Args:
         folder (str): Where checkpoints go; ``{run_name}`` is filled in. Default: ``'checkpoints'``.
-        filename (str): The file name pattern (it may contain ``/``), over ``{run_name}``, ``{rank}``, ``{epoch}``,
-            ``{batch}``, ``{sample}``, ``{token}`` and their ``*_in_epoch`` forms. A ``.safetensors`` name saves the
-            weights in that format (with ``weights_only``). Default: ``'ep{epoch}-ba{batch}-rank{rank}.pt'``.
-        latest_filename (str | None): The name of the symbolic link to the newest checkpoint (``{run_name}`` and
-            ``{rank}`` allowed); None for no link. Default: ``'latest-rank{rank}.pt'``.
+        filename (str): The name pattern over ``{run_name}``, ``{rank}``, ``{epoch}``, ``{batch}``, ``{sample}``,
+            ``{token}``; ``.safetensors``: weights in that format. Default: ``'ep{epoch}-ba{batch}-rank{rank}.pt'``.
+        latest_filename (str | None): A link to the newest checkpoint (None: none). Default: ``'latest-rank{rank}.pt'``.
         save_interval (str | Time | int | Callable): ``'1ep'``, ``'500ba'``, ``'10000sp'``, ``'0.25dur'``, an int
-            (epochs), or a function ``(state) -> bool`` or ``(state, event) -> bool`` asked at both checkpoint
-            events. Default: ``'1ep'``.
-        num_checkpoints_to_keep (int): Keep the newest this many checkpoints of this file name pattern in the folder
-            (the one just written always among them); -1 keeps them all. Files of other names are never deleted.
-            Keeping N needs room for N+1 on the disk: each new checkpoint is written before the oldest is deleted
-            (a save that does not fit raises :class:`~composer.utils.checkpoint.DiskFullError`, and loses nothing).
-        overwrite (bool): Allow saving into a folder that already holds checkpoints of this pattern (needed to
-            continue a run; the Trainer sets it with ``autoresume``).
+            (epochs), or a function ``(state) -> bool`` or ``(state, event) -> bool``. Default: ``'1ep'``.
+        num_checkpoints_to_keep (int): Keep the newest this many checkpoints of ``filename``'s pattern (files of other
+            names are never deleted); -1 keeps them all. The disk needs room for one more while the next is written.
+        overwrite (bool): Allow saving into a folder that already holds checkpoints of this pattern (``autoresume``).
         weights_only (bool): Save only the model's weights (such checkpoints cannot resume training).
         run_name (str, optional): The run's name, for ``{run_name}``.
         metadata (Mapping, optional): The run's config (plain values), stored in every checkpoint.
-        check_finite (bool): Refuse to write weights that hold a NaN or an infinity (raising
-            :class:`~composer.utils.checkpoint.NonFiniteWeightsError`, which names the weight). Whatever it is set
-            to, a :class:`~composer.callbacks.nan_monitor.DeferredNaNMonitor` in the run (the Trainer's default)
-            checks the losses since its last check before every write, and raises if one was not finite.
-        remote (RemoteCheckpointFolder, optional): Upload every checkpoint to this folder of an object store, in
-            the background (see above).
-        sharded (bool): Write sharded checkpoints (a model sharded with FSDP): each checkpoint is a folder into
-            which every rank writes its own shards (:mod:`composer.utils.checkpoint.sharded`); ``filename`` then
-            names the folder. The Trainer sets it from ``fsdp_config``'s ``state_dict_type``.
-        on_upload_failure (str): With ``remote``, what an upload that fails for good does: ``'raise'`` ends the run;
-            ``'keep_local'`` warns once and trains on, keeping the newest ``num_checkpoints_to_keep`` checkpoints
-            not uploaded locally until the store answers again (sharded ones: in each node's local folder).
+        check_finite (bool): Refuse to write weights that hold a NaN or an infinity (``NonFiniteWeightsError``).
+        remote (RemoteCheckpointFolder, optional): Also upload every checkpoint to this folder of an object store.
+        sharded (bool): Write sharded checkpoints (FSDP): each is a folder named by ``filename`` into which every rank
+            writes its shards (:mod:`composer.utils.checkpoint.sharded`).
+        on_upload_failure (str): With ``remote``, an upload that fails for good: ``'raise'`` ends the run;
+            ``'keep_local'`` warns once and trains on, keeping the checkpoints locally until the store answers.
 
     Attributes:
         folder_path (Path | None): The folder, once known (at ``INIT``), with ``{run_name}`` filled in.
         saved_checkpoints (list[Path]): The checkpoints this saver wrote that still exist, oldest first.
 
     Example:
-        >>> import tempfile
-        >>> from composer import Trainer
+        >>> import tempfile, composer
         >>> saver = CheckpointSaver(folder=tempfile.mkdtemp(), save_interval="2ba", num_checkpoints_to_keep=1)
-        >>> trainer = Trainer(model=model, train_dataloader=train_dataloader, max_duration="4ba",
-        ...                   callbacks=[saver], progress_bar=False)
+        >>> trainer = composer.Trainer(model=model, train_dataloader=train_dataloader, max_duration="4ba",
+        ...                            callbacks=[saver])
         >>> trainer.fit()
         >>> [p.name for p in saver.saved_checkpoints]
         ['ep0-ba4-rank0.pt']

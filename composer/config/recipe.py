@@ -1,13 +1,11 @@
 """Recipes: YAML files of :class:`~composer.config.TrainerHparams`, with ``key=value`` overrides from the command line.
 
 Parsing and overrides go through OmegaConf: an override is a dotted key path and a YAML value
-(``algorithms.mixup.alpha=0.3``, ``model.simple_cnn.widths=[8,16]``, ``max_duration=2ep``, ``seed=null``), and
-``${...}`` interpolations in a recipe resolve (``eval_batch_size: ${train_batch_size}``). Overrides merge into the
-recipe: a mapping adds to the mapping it lands on, any other value replaces. ``false`` removes an entry of
-``algorithms``, ``schedulers``, ``callbacks`` or ``loggers`` (``algorithms.mixup=false``). Those four take a list as
-in the file: ``'algorithms=[blurpool, mixup]'`` replaces the recipe's methods by these two (as any list replaces),
-and a dotted override into a list the recipe wrote (``algorithms: [blurpool]`` with ``algorithms.mixup.alpha=0.3``)
-adds to it as to the mapping the list stands for.
+(``algorithms.mixup.alpha=0.3``, ``max_duration=2ep``, ``seed=null``), and ``${...}`` interpolations resolve
+(``eval_batch_size: ${train_batch_size}``). A mapping merges into the mapping it lands on, any other value replaces;
+``false`` removes an entry of ``algorithms``, ``schedulers``, ``callbacks`` or ``loggers``. Every problem is reported
+at once, each at its key path; the keys, registry names and top-level types are checked without importing torch
+(:mod:`composer.config.recipe_schema`). The guide "Recipes, YAML and the composer command" shows it all at work.
 
 Example:
     >>> import pathlib, tempfile
@@ -23,15 +21,6 @@ Example:
     >>> config = load_recipe(path, ["algorithms.mixup.alpha=0.3", "algorithms.label_smoothing.alpha=0.1"])
     >>> config.algorithms
     {'mixup': MixUpHparams(alpha=0.3), 'label_smoothing': LabelSmoothingHparams(alpha=0.1)}
-    >>> load_recipe(path, ["train_batch_size=many"])
-    Traceback (most recent call last):
-    ...
-    composer.config.config_error.ConfigError: train_batch_size: received 'many' (str); expected int. ...
-
-Every problem is reported at once, each at its key path. The recipe's keys, registry names and top-level types are
-checked first, without importing torch (:mod:`composer.config.recipe_schema`), and the values inside its entries once
-those are right:
-
     >>> load_recipe(path, ["train_batch_size=many", "algorithms.mixupp.alpha=0.2", "seed"])
     Traceback (most recent call last):
     ...
@@ -39,12 +28,6 @@ those are right:
       seed: an override must be KEY=VALUE ...
       train_batch_size: received 'many' (str); expected int. Set train_batch_size: 32.
       algorithms.mixupp: unknown algorithm 'mixupp'. Did you mean 'mixup'? ...
-    >>> load_recipe(path, ["algorithms.mixup.alpha=high", "seed=-1"])
-    Traceback (most recent call last):
-    ...
-    composer.config.config_error.ConfigError: 2 problems in the recipe:
-      algorithms.mixup: Invalid MixUpHparams: field 'alpha' received 'high' (str) but expects float ...
-      seed: received -1; expected an integer in [0, 4294967295] (2**32 - 1), or null for a random seed. Set seed: 0.
 """
 
 from __future__ import annotations

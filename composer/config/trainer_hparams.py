@@ -9,9 +9,9 @@ a one-key mapping from the registry name to that class's fields; a field that ho
       label_smoothing: {alpha: 0.1}
       progressive_resizing: {initial_scale: 0.5}
 
-Empty fields (``channels_last: {}`` or ``channels_last:``) take the defaults; a plain name (``model: mlp``) is the
-same as a mapping to no fields; ``false`` removes an entry (``algorithms.mixup=false`` on the command line). A list of
-one-key mappings is accepted wherever a mapping of several is. The other fields are the Trainer's keyword arguments.
+Empty fields (``channels_last: {}``) take the defaults, and a plain name (``model: mlp``) is the same; a list of
+one-key mappings is accepted wherever a mapping of several is. The other fields are the Trainer's keyword arguments,
+and every problem of a recipe is reported at once, each at its key.
 
 Example:
     >>> config = TrainerHparams.from_dict({
@@ -30,13 +30,6 @@ Example:
     >>> trainer.fit()
     >>> int(trainer.state.timer.batch)
     2
-    >>> TrainerHparams.from_dict({**config.to_dict(), "algorithms": {"mixupp": {}}})
-    Traceback (most recent call last):
-    ...
-    composer.config.config_error.ConfigError: algorithms.mixupp: unknown algorithm 'mixupp'. Did you mean 'mixup'? ...
-
-Every problem of a recipe is reported at once, each at its key:
-
     >>> TrainerHparams.from_dict({**config.to_dict(), "seed": -1, "train_batch_size": True, "max_duraton": 2})
     Traceback (most recent call last):
     ...

@@ -35,74 +35,45 @@ class _EventMeta(EnumMeta):
 
 
 class Event(Enum, metaclass=_EventMeta):
-    """A point in the training loop at which algorithms and callbacks run.
+    """A point in the training loop at which algorithms and callbacks run; ``event.value`` names the Callback method.
 
-    ``event.value`` is the name of the :class:`~composer.core.callback.Callback` method that handles the event. The
-    Trainer fires the events in this order (``fit`` may be called several times; ``INIT`` fires once)::
+    The Trainer fires ``INIT`` once, between the phases of its constructor, and the rest in every call to ``fit``, in
+    the order ``Trainer.fit`` reads (the guide "How it works" tells what repeats and what stops early)::
 
-        INIT                                    # Trainer.__init__: model built, before the optimizer sees it
-        FIT_START                               # each call to fit()
+        arguments, processes, seed, data, loggers, State   # Trainer.__init__: these three lines
+        INIT                                            # algorithms may change the model; no optimizer has seen it
+        optimizers, precision, schedulers, wrap         # the model placed, FSDP-sharded, loaded, then DDP-wrapped
+        FIT_START                                       # each call to fit()
         while the run is not over:
-            EPOCH_START                         # not when continuing (resuming) an epoch left open
+            EPOCH_START                                 # unless continuing an epoch left open
             for batch in train_dataloader:
-                AFTER_DATALOADER                # the batch is on the device; samples and tokens counted
+                AFTER_DATALOADER                        # the batch on the device; samples and tokens counted
                 BATCH_START
-                BEFORE_TRAIN_BATCH              # these events repeat when the optimizer re-runs its closure (SAM),
-                                                # and when grad_accum='auto' retries the batch (see below)
+                BEFORE_TRAIN_BATCH                      # again when SAM or grad_accum='auto' re-runs the batch
                 for microbatch in batch split into grad_accum parts:
                     BEFORE_FORWARD
-                    AFTER_FORWARD               # state.outputs
+                    AFTER_FORWARD                       # state.outputs
                     BEFORE_LOSS
-                    AFTER_LOSS                  # state.loss
+                    AFTER_LOSS                          # state.loss
                     BEFORE_BACKWARD
                     AFTER_BACKWARD
-                AFTER_TRAIN_BATCH               # gradients unscaled and clipped
-                optimizer step; timer advances; schedulers step
+                AFTER_TRAIN_BATCH                       # gradients unscaled and clipped
+                optimizer step, timer, schedulers
                 BATCH_END
-                evaluation, if an evaluator is due (EVAL_START ... EVAL_END), unless this batch ends the run;
-                    a run that ends here, mid-epoch: each evaluator not yet run at this batch (eval_at_fit_end)
-                BATCH_CHECKPOINT                # a run that ends here, mid-epoch: the final checkpoint
-                after a SIGTERM or SIGINT: save this batch, close, raise Preempted (no more events; see below)
-                stop here if the run is over or state.stop_training() was called: if the epoch's data is not
-                    exhausted (state.fit_ends_mid_epoch), the epoch stays open: no EPOCH_END, straight to FIT_END
-            EPOCH_END                           # the epoch's data is exhausted: timer.epoch counts it
-            evaluation, if an evaluator is due; at the run's end, each one not yet run at this batch (eval_at_fit_end)
+                evaluation, if an evaluator is due
+                BATCH_CHECKPOINT
+                stop if the run is over or stopped      # after SIGTERM or SIGINT: save, close, raise Preempted
+            EPOCH_END                                   # unless the run stops mid-epoch: the epoch stays open
+            evaluation, if an evaluator is due
             EPOCH_CHECKPOINT
         FIT_END
-
-        # evaluation, in the loop or through Trainer.eval():
-        EVAL_START
+        EVAL_START                                      # in the loop, or through Trainer.eval()
         for batch in eval_dataloader:
             EVAL_BATCH_START
-            EVAL_BEFORE_FORWARD
-            EVAL_AFTER_FORWARD                  # state.outputs
+            EVAL_BEFORE_FORWARD                         # per part of a batch split after running out of memory
+            EVAL_AFTER_FORWARD                          # state.outputs
             EVAL_BATCH_END
         EVAL_END
-
-    With ``grad_accum='auto'``, a batch that runs out of GPU memory is trained again with twice the microbatches:
-    the retry starts at ``BEFORE_TRAIN_BATCH`` (as SAM's second pass does), on the batch ``AFTER_DATALOADER`` and
-    ``BATCH_START`` left, which do not fire again. The failed attempt fired the microbatch events up to where it
-    failed; ``AFTER_TRAIN_BATCH`` and everything after it fire once, for the attempt that succeeded. Evaluation
-    likewise: a batch that runs out of memory is split into parts, each firing ``EVAL_BEFORE_FORWARD`` and
-    ``EVAL_AFTER_FORWARD``, while ``EVAL_BATCH_START`` and ``EVAL_BATCH_END`` fire once per batch.
-
-    A SIGTERM or SIGINT while ``fit`` runs (:mod:`composer.trainer.preemption`) ends it after ``BATCH_CHECKPOINT`` of
-    the batch in progress (launched: of the batch the ranks agree on): the Trainer's checkpoint saver saves that batch
-    (if it did not just do so) and waits for its upload within the grace period, the callbacks and loggers are
-    closed (``close``, then ``post_close``) as after any error, and ``fit`` raises ``Preempted``. ``EPOCH_END``,
-    ``EPOCH_CHECKPOINT`` and ``FIT_END`` do not fire: the run has not ended (a rerun with ``autoresume`` continues the
-    epoch and fires them), and ``FIT_END`` is where callbacks finish a completed run (waiting for every upload without
-    a deadline, exporting, summarising), for which a grace period of seconds has no room.
-
-    ``TRAINING_START`` and ``TRAINING_END`` are deprecated aliases of ``FIT_START`` and ``FIT_END``.
-
-    Example:
-        >>> Event.BATCH_END.value
-        'batch_end'
-        >>> Event("EPOCH_START") is Event.EPOCH_START
-        True
-        >>> Event.AFTER_LOSS.is_after_event, Event.AFTER_LOSS.canonical_name
-        (True, 'loss')
     """
 
     INIT = "init"

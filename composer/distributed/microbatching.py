@@ -1,46 +1,17 @@
 """Automatic microbatching (``grad_accum='auto'``): when a batch runs out of GPU memory, split it into twice as many
 microbatches and train it again from its start, until it fits.
 
-The Trainer's loop runs each batch's gradient as one *attempt* (``BEFORE_TRAIN_BATCH`` ... the microbatches, before
-the gradients are unscaled, clipped and ``AFTER_TRAIN_BATCH`` fires) through :meth:`Microbatching.run`. With
-``'auto'``, before the first attempt it keeps a :class:`~composer.distributed.retry_point.RetryPoint` (the random
-states of the process and of ``state.rng``, and a copy of the model's buffers: BatchNorm statistics; tens of
-microseconds, NumPy's state read again only when it changed), and when an attempt raises
-:class:`torch.cuda.OutOfMemoryError`:
-
-1. the failed attempt's memory is freed: the error and its traceback (which hold the activations) are dropped,
-   ``state.outputs`` and ``state.loss`` cleared, every gradient set to None, then ``gc.collect()`` and
-   ``torch.cuda.empty_cache()``;
-2. the microbatch count doubles (:func:`next_grad_accum`: the microbatch size halves), capped at one sample per
-   microbatch; a microbatch of one sample that still runs out of memory raises :class:`MicrobatchTooSmallError`;
-3. the new count is logged (``trainer/grad_accum`` and ``trainer/microbatch_size`` through the Logger, and a warning
-   on Python's ``logging``), and kept in ``state.grad_accum``, so checkpoints carry it and a resumed run continues at
-   it;
-4. the retry point is put back, and the attempt runs again on the same batch, with the same random draws.
-
-The batch itself is kept: ``AFTER_DATALOADER`` and ``BATCH_START`` (where algorithms change the batch) fired once and
-do not fire again, nor do ``AFTER_TRAIN_BATCH`` (only a successful attempt reaches it), ``BATCH_END`` or the
-checkpoint events. ``BEFORE_TRAIN_BATCH`` opens every attempt, exactly as it opens every re-run of the optimizer's
-closure under SAM: algorithms that walk the microbatches of a batch (MixUp's target cursor, NaNMonitor's microbatch
-count) restart there. The microbatch events (``BEFORE_FORWARD`` ... ``AFTER_BACKWARD``) fire for every microbatch
-an attempt reaches, the failed one's included (up to where it failed). No optimizer step, scheduler step or timer
-update happens in an attempt, so the update of the batch equals that of a run started at the final count (bitwise on
-CPU with deterministic kernels: the same microbatches, summed in the same order, from the same random draws).
-
-Launched on several processes, every rank must agree: after each attempt the ranks all-reduce (MAX) whether any ran
-out of memory (:meth:`Microbatching.agree`), and all of them retry when one did. No rank may be left inside a
-collective that a failed rank never reaches. Under DistributedDataParallel the attempt itself communicates nothing:
-every microbatch runs under ``no_sync`` and the gradients are averaged after the ranks agree
-(:func:`average_gradients`, in 25 MB buckets, the same arithmetic as DDP's own all-reduce, but after the backward pass
-instead of overlapping it), then rank 0's buffers are broadcast (:func:`broadcast_buffers`, as DDP's
-``broadcast_buffers`` does). Under FSDP every forward and backward pass is a chain of collectives, so every one of
-them is preceded by a checkpoint where the ranks learn whether one ran out of memory, and after a failure the
-sharded model is reset (``FSDPModule.reset_iter_state``); see :mod:`composer.distributed.oom_agreement`.
-
-Evaluation adapts the same way, per evaluator: an out-of-memory ``eval_forward`` splits the evaluation batch in twice
-as many parts and runs the batch again; the metrics are updated only once every part of the batch has succeeded, so
-they equal an evaluation at the smaller batch size. Under DDP each rank does so alone (its evaluation communicates
-nothing); under FSDP the ranks settle every evaluation attempt together and run the same number of forward passes.
+The Trainer's loop runs each batch's gradient as one *attempt* (``BEFORE_TRAIN_BATCH`` to the last microbatch's
+backward) through :meth:`Microbatching.run`. With ``'auto'``, before the first attempt it keeps a
+:class:`~composer.distributed.retry_point.RetryPoint` (the random states and the model's buffers); when an attempt
+raises :class:`torch.cuda.OutOfMemoryError` it frees the attempt's memory, doubles the count (:func:`next_grad_accum`;
+a microbatch of one sample that still fails raises :class:`MicrobatchTooSmallError`), logs it, keeps it in
+``state.grad_accum`` (checkpoints carry it), puts the retry point back and runs the attempt again on the same batch,
+with the same random draws. No optimizer step, scheduler step or timer update happens in an attempt, so the update
+equals that of a run started at the final count. Launched, the ranks agree after every attempt
+(:meth:`Microbatching.agree`) and all retry when one ran out of memory; evaluation batches are split the same way.
+Which events fire again is in the guide "How it works"; the protocol across ranks, under DDP and FSDP, and its cost
+are in ``composer/distributed/DISTRIBUTED.md``.
 
 Example:
     >>> next_grad_accum(1, num_samples=8)

@@ -57,30 +57,17 @@ class Parallelism:
     """How this process trains together with the others, if any: everything the Trainer does differently when launched.
 
     Built first thing in the Trainer's constructor (it creates the process group, which the seed and the state's rank
-    need). Launched (``torchrun`` sets ``WORLD_SIZE`` > 1), it:
+    need). Launched (``torchrun`` sets ``WORLD_SIZE`` > 1), it agrees on rank 0's seed (:meth:`agree_on_seed`), shards
+    the data (:meth:`shard_train_data`, :meth:`shard_evaluator`), prepares the model (:meth:`prepare`: on its device,
+    FSDP-sharded before the checkpoint loads, DDP-wrapped after; :meth:`rewrap` after ``FIT_START``), runs the
+    accumulating microbatches under ``no_sync`` (:meth:`sync_context`), totals the counts of all ranks
+    (:meth:`totals`), has every rank stop after the same batch on a signal (:attr:`stop`), and while ``fit`` runs
+    names the rank that raised or stopped answering (:meth:`running`). Unlaunched, each returns what it was given.
+    ``composer/distributed/DISTRIBUTED.md`` tells the whole story.
 
-    * creates the process group unless the script did (gloo on CPU, nccl on CUDA with each rank on the GPU of its
-      ``LOCAL_RANK``, ``timeout=dist_timeout``), takes rank 0's seed on every rank (:meth:`agree_on_seed`) and, once
-      the model is prepared, reseeds each rank with ``seed + rank`` so that dropout masks differ;
-    * gives each rank its share of the data: training loaders a ``DistributedSampler`` (:meth:`shard_train_data`,
-      reshuffled by :meth:`set_epoch`), evaluation loaders an unpadded sampler (:meth:`shard_evaluator`);
-    * prepares the model (:meth:`prepare`): on its device; with ``fsdp_config`` sharded in place before the
-      checkpoint is loaded, else wrapped in ``DistributedDataParallel`` after it (wrapping broadcasts rank 0's weights),
-      and wrapped anew after ``FIT_START`` if its algorithms changed the parameters' layout (:meth:`rewrap`);
-    * runs the microbatches whose gradients are only accumulated under ``no_sync`` (:meth:`sync_context`), counts the
-      samples and tokens of all ranks (:meth:`totals`) and keeps FSDP's evaluation forward passes in step
-      (:meth:`eval_batches`);
-    * after a SIGTERM or SIGINT, has every rank stop after the same batch (:attr:`stop`, a
-      :class:`~composer.distributed.stop_agreement.StopAgreement`: on the counts' all-reduce, or a check about once a
-      second);
-    * keeps the console and file destinations on rank 0 (:meth:`rank_zero_destinations`), and while ``fit`` runs
-      (:meth:`running`) names the rank that raised an error or stopped answering.
-
-    The model has two handles. :attr:`model` is the user's ``ComposerModel``, which is ``state.model``: algorithms
-    and callbacks see it, evaluation and ``loss`` run through it, and its ``state_dict`` is what checkpoints save
-    (FSDP shards it in place, so it is also the sharded model and the training forward calls it). :attr:`ddp_model`
-    is the ``DistributedDataParallel`` wrapper (None without one): the training forward calls it when there is one
-    (its forward prepares the all-reduce), and DDP communication hooks are registered on it.
+    The model has two handles: :attr:`model`, the user's ``ComposerModel`` (``state.model``, FSDP-sharded in place
+    when sharded), which checkpoints save; and :attr:`ddp_model`, the ``DistributedDataParallel`` wrapper (None
+    without one), which the training forward calls and on which DDP communication hooks are registered.
 
     Args:
         device (str | torch.device, optional): The device asked for; default: CUDA when available. Launched on CUDA,

@@ -81,9 +81,7 @@ class Trainer:
     """Trains a :class:`~composer.models.ComposerModel`, firing every :class:`~composer.core.event.Event` in order.
 
     Build it with a model, training data and a duration, call :meth:`fit` (again to train longer), :meth:`eval` or
-    :meth:`predict`, and :meth:`close` when done (or use it as a context manager). The same script runs on one process
-    or, launched with ``torchrun``, on many. How-tos are in the guides (``docs/guides/``): getting started, how it
-    works, checkpoints, distributed training, compiling, profiling, schedulers.
+    :meth:`predict`, and :meth:`close` when done (or use it as a context manager); the guides show the rest.
 
     Args:
         model (ComposerModel): The model (wrap a plain ``nn.Module`` classifier in ``ComposerClassifier``).
@@ -158,21 +156,12 @@ class Trainer:
 
     Attributes:
         parallel (Parallelism): The process group, data sharding, model wrapping and gradient synchronisation.
-        ddp_model (DistributedDataParallel | None): The wrapped model when launched (register DDP communication
-            hooks on it before ``fit``); None in a single process and with ``fsdp_config``.
-        fsdp_config (FSDPConfig | None): How the model is sharded; None when it is not.
         compilation (Compilation | None): How the forward is compiled (``compile_config``); None when it is not.
-        profiler (ProfilerSession | None): The profiler at work: its ``folder``, the ``traces`` written and the last
-            fit's ``summary``; None when not profiling.
+        profiler (ProfilerSession | None): The profiler at work (its ``folder``, ``traces``, ``summary``), or None.
 
     Example:
-        >>> trainer = Trainer(
-        ...     model=model,
-        ...     train_dataloader=train_dataloader,
-        ...     eval_dataloader=eval_dataloader,
-        ...     optimizers=optimizer,
-        ...     max_duration="2ep",
-        ... )
+        >>> trainer = Trainer(model=model, train_dataloader=train_dataloader, eval_dataloader=eval_dataloader,
+        ...                   optimizers=optimizer, max_duration="2ep")
         >>> trainer.fit()
         >>> int(trainer.state.timer.epoch)
         2
@@ -294,10 +283,13 @@ class Trainer:
 
     @property
     def ddp_model(self) -> torch.nn.parallel.DistributedDataParallel | None:
+        """The wrapped model when launched (register DDP communication hooks on it before ``fit``); None in a single
+        process and with ``fsdp_config``."""
         return self.parallel.ddp_model
 
     @property
     def fsdp_config(self) -> FSDPConfig | None:
+        """How the model is sharded; None when it is not."""
         return self.parallel.fsdp_config
 
     # ---- construction phases, in the order __init__ runs them -------------------------------------------------

@@ -26,12 +26,13 @@ def _pseudocode() -> list[tuple[int, str, str]]:
     from composer.core.event import Event
 
     doc = Event.__doc__ or ""
-    block = doc.split("::", 1)[1].split("\n\n    ``", 1)[0]
     lines = []
-    for raw in block.splitlines():
+    for raw in doc.split("::", 1)[1].splitlines():
         if not raw.strip():
             continue
         stripped = raw.lstrip()
+        if len(raw) - len(stripped) <= 4:
+            break  # the literal block ends where the docstring's text resumes
         indent = (len(raw) - len(stripped) - 8) // 4  # the block sits 8 spaces deep in the docstring
         statement, _, comment = stripped.partition("#")
         lines.append((indent, statement.strip(), comment.strip()))

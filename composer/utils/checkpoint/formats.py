@@ -32,18 +32,12 @@ def save_checkpoint(
 ) -> Path:
     """Writes ``state`` to ``path`` atomically (temporary file, fsync, rename), with a checksum.
 
-    The file holds the whole :meth:`State.state_dict` (model, optimizers, schedulers, grad scaler, timer, scale
-    schedule ratio, algorithms' and callbacks' states, random states, the data position) or, with
-    ``weights_only``, the model's weights alone. Tensors are written from where they are, so a save needs no copy of
-    the model: at most one tensor's bytes (torch moves GPU storages to the CPU one at a time) and the 16 MiB buffer
-    the checksum is read through.
-
-    Launched on several processes, every rank must call it (the Trainer and ``CheckpointSaver`` do): the ranks'
-    random states are gathered into the checkpoint (``'rank_states'``, so that each rank resumes its own), rank 0
-    writes the file, and the others wait until it is in place (or raise if rank 0 could not write it). A model
-    sharded with FSDP (``DTensor`` parameters) is saved whole: every rank joins in gathering each sharded weight and
-    optimizer state (one tensor at a time, onto rank 0's CPU), so the file is the one an unsharded run writes and
-    loads into one process, or into any number of sharded ones.
+    The file holds the whole :meth:`State.state_dict` (model, optimizers, schedulers, timer, algorithms' and
+    callbacks' states, random states, the data position) or, with ``weights_only``, the model's weights alone; tensors
+    are written from where they are, one at a time, so a save needs no copy of the model. Launched on several
+    processes, every rank must call it: the ranks' random states go into the checkpoint, rank 0 writes the file and
+    the others wait until it is in place. A model sharded with FSDP is gathered and saved whole, tensor by tensor
+    (``composer/distributed/DISTRIBUTED.md``, "Sharded checkpoints").
 
     Args:
         state (State): What to save.
