@@ -166,16 +166,16 @@ def lr_curves_png() -> bytes:
             values = _curve(function, _CURVES[name], 10, steps, ssr)
             ax.plot([i / steps for i in range(len(values))], values, style, label=f"ssr={ssr}")
         arguments = ", ".join(f"{key}={value!r}" for key, value in _CURVES[name].items())
-        ax.set_title(f"{name}\n({arguments})" if arguments else name, fontsize=8)
+        ax.set_title(f"{name}\n({arguments})" if arguments else name, fontsize=10)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
-    axes.flat[0].legend(fontsize=8)
+    axes.flat[0].legend(fontsize=9)
     for ax in axes[-1]:
         ax.set_xlabel("epoch")
     figure.tight_layout()
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=80)
+    figure.savefig(buffer, format="png", dpi=100)
     plt.close(figure)
     return buffer.getvalue()
 
@@ -197,5 +197,8 @@ def write_figures(folder: Path) -> list[Path]:
 
 
 if __name__ == "__main__":  # bash scripts/docs figures
-    for written in write_figures(Path(__file__).resolve().parents[1] / "images"):
+    import method_figures  # a sibling: this file runs as a script from docs/hooks
+
+    images = Path(__file__).resolve().parents[1] / "images"
+    for written in [*write_figures(images), *method_figures.write_method_figures(images / "methods")]:
         print(f"wrote {written}")

@@ -5,7 +5,8 @@
 * ``methods/<name>.md``: each algorithm's method card (``composer/algorithms/<name>/README.md``), unchanged but for
   its links and the highlighting of its doctest blocks.
 * ``notes/*.md``: the longer notes kept next to the code (recipes, distributed training, ``composer launch``).
-* ``images/``: the event-loop diagram, the schedulers' learning-rate curves and the main job's committed Pareto plot.
+* ``images/``: the event-loop diagram, the schedulers' learning-rate curves, the method cards' pictures
+  (``method_figures.py``) and the main job's committed Pareto plot.
 
 The hand-written pages under ``docs/`` link to the repository's files (a method card's ``README.md``, a module's
 source for its reference page), so that their links work on the repository host too; ``on_page_markdown`` points
@@ -26,6 +27,7 @@ from mkdocs.structure.files import File, Files
 sys.path.insert(0, str(Path(__file__).parent))
 
 import figures
+import method_figures
 import reference
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,6 +159,25 @@ def _reference_index(pages: list[reference.Page]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# Every method card's sections, in this order (tests/docs/test_method_cards.py checks each card).
+CARD_SECTIONS = [
+    "TL;DR",
+    "How to use",
+    "Implementation details",
+    "When it helps",
+    "Measured cost and effect",
+    "Reference",
+]
+
+
+def card_summary(text: str) -> str:
+    """The first sentence of a method card's TL;DR (``text`` is the card's Markdown), for the cards' index."""
+    tldr = text.split("\n## TL;DR\n", 1)[1].split("\n## ", 1)[0]
+    paragraph = " ".join(tldr.strip().split("\n\n")[0].split())
+    # A sentence ends at '.', '!' or '?' before a capital letter, but not after an abbreviation ("et al.", "e.g.").
+    return re.split(r"(?<!\bal\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<=[.!?])\s+(?=[A-Z`(])", paragraph, maxsplit=1)[0]
+
+
 def _methods_index(cards: dict[str, str]) -> str:
     lines = [
         "# Method cards",
@@ -170,9 +191,8 @@ def _methods_index(cards: dict[str, str]) -> str:
     for source, page in cards.items():
         text = (ROOT / source).read_text()
         title = text.splitlines()[0].lstrip("# ").strip()
-        summary = next(block for block in text.split("\n\n")[1:] if block.strip() and not block.startswith("#"))
-        first = re.split(r"(?<=[.!?])\s", " ".join(summary.split()), maxsplit=1)[0]
-        lines.append(f"| [{title}]({posixpath.basename(page)}) | {first} |")
+        summary = card_summary(text).replace("|", "\\|")  # a table cell
+        lines.append(f"| [{title}]({posixpath.basename(page)}) | {summary} |")
     return "\n".join(lines) + "\n"
 
 
@@ -214,6 +234,8 @@ def on_files(files: Files, config: Any) -> Files:
     _add_assets(files, config)
     _add(files, config, FIGURES["event_loop.svg"], figures.event_loop_svg())
     _add(files, config, FIGURES["lr_curves.png"], figures.lr_curves_png())
+    for name in method_figures.METHOD_FIGURES:
+        _add(files, config, f"images/methods/{name}.png", method_figures.method_figure_png(name))
     return files
 
 

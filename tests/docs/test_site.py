@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import time
@@ -106,3 +107,17 @@ def test_site_builds_strict_and_every_internal_link_resolves(site):
     for figure in ("event_loop.svg", "lr_curves.png", "digits_compare.png"):
         assert (site / "images" / figure).stat().st_size > 1000, figure
     assert (site / "methods" / "mixup" / "index.html").is_file()
+
+
+@pytest.mark.slow
+def test_method_cards_index_shows_each_tldr_and_the_cards_show_their_pictures(site):
+    index = (site / "methods" / "index.html").read_text()
+    assert "Tags:" not in index
+    # Each row's summary is the first words of the card's TL;DR (rendered, so compared after the code spans).
+    for card in sorted((ROOT / "composer" / "algorithms").glob("*/README.md")):
+        tldr = card.read_text().split("## TL;DR\n\n", 1)[1]
+        first_words = " ".join(tldr.split()[:3]).replace("`", "")
+        assert first_words in re.sub(r"</?code>", "", index), (card.parent.name, first_words)
+    for name in ("blurpool", "colout", "cutout", "mixup", "progressive_resizing", "scale_schedule"):
+        assert (site / "images" / "methods" / f"{name}.png").stat().st_size > 5000, name
+        assert f'src="../../images/methods/{name}.png"' in (site / "methods" / name / "index.html").read_text(), name
