@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from composer.algorithms.utils.augmentation_primitives import AugmentationOp, apply_op, check_level
-from composer.algorithms.utils.augmentation_sets import augmentation_sets, choose, get_augmentation_set
+from composer.algorithms.utils.augmentation_primitives import AugmentationOp, check_level
+from composer.algorithms.utils.augmentation_sets import apply_chain, augmentation_sets, choose, get_augmentation_set
 from composer.algorithms.utils.dataset_transform import add_vision_dataset_transform
 from composer.algorithms.utils.pil_image import as_pil, require_pil
 from composer.core.algorithm import Algorithm
@@ -101,10 +101,6 @@ def augment_and_mix(
     """
     _check_augmix(severity, depth, width, alpha)
     ops = get_augmentation_set(augmentation_set)
-    if img is None:
-        raise ValueError(
-            "augment_and_mix needs an image: pass img=<a PIL image, or a (C, H, W) tensor, uint8 or float in [0, 1]>."
-        )
     pil_img, restore = as_pil(img, "augment_and_mix")
     level = float(severity)
 
@@ -125,10 +121,7 @@ def augment_and_mix(
     for chain_index, weight in enumerate(weights):
         u = uniforms[chain_index * block : (chain_index + 1) * block]
         chain_depth = depth if depth > 0 else 1 + choose(u[0], _MAX_RANDOM_DEPTH)
-        chain = pil_img
-        for step in range(chain_depth):
-            u_op, u_magnitude, u_sign = u[1 + 3 * step : 4 + 3 * step]
-            chain = apply_op(ops[choose(u_op, len(ops))], chain, level, u_magnitude, u_sign)
+        chain = apply_chain(pil_img, ops, level, u[1 : 1 + 3 * chain_depth])
         mixed += np.asarray(chain, dtype=np.float32) * np.float32(mix_weight * weight)
     # A convex combination of values in [0, 255] stays in [0, 255]; adding 0.5 and truncating rounds to nearest.
     mixed += 0.5

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from composer.algorithms.utils.augmentation_primitives import AugmentationOp, apply_op, check_level
-from composer.algorithms.utils.augmentation_sets import augmentation_sets, choose, get_augmentation_set
+from composer.algorithms.utils.augmentation_primitives import AugmentationOp, check_level
+from composer.algorithms.utils.augmentation_sets import apply_chain, augmentation_sets, get_augmentation_set
 from composer.algorithms.utils.dataset_transform import add_vision_dataset_transform
 from composer.algorithms.utils.pil_image import as_pil, require_pil
 from composer.core.algorithm import Algorithm
@@ -85,17 +85,9 @@ def randaugment(
     """
     _check_randaugment(severity, depth)
     ops = get_augmentation_set(augmentation_set)
-    if img is None:
-        raise ValueError(
-            "randaugment needs an image: pass img=<a PIL image, or a (C, H, W) tensor, uint8 or float in [0, 1]>."
-        )
     pil_img, restore = as_pil(img, "randaugment")
-    level = float(severity)
     uniforms = torch.rand(3 * depth, generator=generator).tolist()
-    augmented = pil_img
-    for step in range(depth):
-        u_op, u_magnitude, u_sign = uniforms[3 * step : 3 * step + 3]
-        augmented = apply_op(ops[choose(u_op, len(ops))], augmented, level, u_magnitude, u_sign)
+    augmented = apply_chain(pil_img, ops, float(severity), uniforms)
     # A PIL input gets the augmented PIL image itself; a tensor input a tensor of its own dtype and device.
     return restore(np.array(augmented)) if isinstance(img, torch.Tensor) else augmented
 

@@ -1,4 +1,4 @@
-"""The named sets of augmentation operations that AugMix and RandAugment choose from.
+"""The named sets of augmentation operations that AugMix and RandAugment choose from, and a random chain of them.
 
 Sets, by name (each has a short and a long name; both are accepted):
 
@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from composer.algorithms.utils.augmentation_primitives import (
     AugmentationOp,
+    apply_op,
     autocontrast,
     brightness,
     brightness_original,
@@ -42,7 +43,10 @@ from composer.algorithms.utils.augmentation_primitives import (
     translate_y,
 )
 
-__all__ = ["augmentation_sets", "choose", "get_augmentation_set"]
+if TYPE_CHECKING:
+    from PIL.Image import Image
+
+__all__ = ["apply_chain", "augmentation_sets", "choose", "get_augmentation_set"]
 
 _SAFE = (autocontrast, equalize, posterize, rotate, solarize, shear_x, shear_y, translate_x, translate_y)
 _ALL = (*_SAFE, color, contrast, brightness, sharpness)
@@ -116,3 +120,36 @@ def choose(u: float, count: int) -> int:
         [0, 6, 12]
     """
     return min(math.floor(u * count), count - 1)
+
+
+def apply_chain(img: Image, ops: Sequence[AugmentationOp], level: float, uniforms: Sequence[float]) -> Image:
+    """Applies ``len(uniforms) // 3`` operations in sequence, each chosen from ``ops`` by its own three uniforms.
+
+    Step ``i`` reads ``(u_op, u_magnitude, u_sign) = uniforms[3 * i : 3 * i + 3]``: ``u_op`` picks the operation
+    (:func:`choose`), the other two drive it (:func:`~composer.algorithms.utils.augmentation_primitives.apply_op`).
+    RandAugment applies one such chain to an image, AugMix ``width`` of them; both draw all the uniforms in one call.
+
+    Args:
+        img: An image of mode 'RGB' or 'L'.
+        ops: The operations to choose from.
+        level: Severity in [0, 10], the same for every step.
+        uniforms: Uniforms in ``[0, 1)``, three per step.
+
+    Returns:
+        Image.Image: The image after the last step (``img`` itself when ``uniforms`` has fewer than three).
+
+    Example:
+        >>> import torch
+        >>> from PIL import Image
+        >>> from composer.algorithms.utils.augmentation_primitives import rotate, solarize
+        >>> img = Image.new("L", (8, 8), 200)
+        >>> uniforms = torch.rand(6, generator=torch.Generator().manual_seed(0)).tolist()
+        >>> apply_chain(img, [rotate, solarize], 5, uniforms).size
+        (8, 8)
+        >>> apply_chain(img, [rotate, solarize], 5, []) is img
+        True
+    """
+    for step in range(len(uniforms) // 3):
+        u_op, u_magnitude, u_sign = uniforms[3 * step : 3 * step + 3]
+        img = apply_op(ops[choose(u_op, len(ops))], img, level, u_magnitude, u_sign)
+    return img

@@ -180,8 +180,8 @@ def as_pil(img: Any, caller: str) -> tuple[Image.Image, Callable[[np.ndarray], A
         ``np.asarray(pil_image)`` gives them) into the kind of ``img``.
 
     Raises:
-        ValueError: If a tensor has another dtype or shape, a float tensor has values outside [0, 1], or an image has
-            a mode other than 'RGB' or 'L'.
+        ValueError: If ``img`` is None, a tensor has another dtype or shape, a float tensor has values outside
+            [0, 1], or an image has a mode other than 'RGB' or 'L'.
         TypeError: If ``img`` is neither a PIL image nor a tensor.
 
     Example:
@@ -193,6 +193,10 @@ def as_pil(img: Any, caller: str) -> tuple[Image.Image, Callable[[np.ndarray], A
         tensor([[[  0., 128.],
                  [254., 255.]]])
     """
+    if img is None:
+        raise ValueError(
+            f"{caller} needs an image: pass img=<a PIL image, or a (C, H, W) tensor, uint8 or float in [0, 1]>."
+        )
     if not isinstance(img, torch.Tensor):
         check_image(img, caller)
         return img, lambda pixels: from_array(pixels, as_tensor=False)
