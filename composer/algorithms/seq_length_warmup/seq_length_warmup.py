@@ -105,18 +105,8 @@ def apply_seq_length_warmup(batch: Mapping[str, Any], curr_seq_len: int, truncat
     return cut_sequences(batch, curr_seq_len, truncate)
 
 
-def set_batch_sequence_length(batch: Mapping[str, Any], curr_seq_len: int, truncate: bool = True) -> Mapping[str, Any]:
-    """Alias of :func:`apply_seq_length_warmup` (the name in Composer's ``composer.functional``).
-
-    Args:
-        batch: A dict of tensors with ``'input_ids'`` of shape ``(B, S)``.
-        curr_seq_len: The sequence length to cut to.
-        truncate: Keep the prefix of each sequence (True) or reshape all tokens into shorter sequences (False).
-
-    Returns:
-        Mapping: What :func:`apply_seq_length_warmup` returns.
-    """
-    return apply_seq_length_warmup(batch, curr_seq_len, truncate)
+set_batch_sequence_length = apply_seq_length_warmup
+"""Alias of :func:`apply_seq_length_warmup` (the name in Composer's ``composer.functional``): the same function."""
 
 
 def _combined_cut(
