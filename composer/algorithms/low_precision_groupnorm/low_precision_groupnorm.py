@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from composer.algorithms.utils.low_precision import LowPrecisionNormAlgorithm, norm_in_autocast_dtype, swap_norms
+from composer.algorithms.utils.low_precision import LowPrecisionNormAlgorithm, LowPrecisionNormModule, swap_norms
 from composer.core.hparams import hparams_for
 
 __all__ = [
@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 
-class LowPrecisionGroupNormModule(nn.GroupNorm):
+class LowPrecisionGroupNormModule(LowPrecisionNormModule, nn.GroupNorm):
     """``nn.GroupNorm`` that, under autocast, normalises in the autocast dtype (bf16 or fp16) instead of float32.
 
     With autocast on for the input's device, the input, weight and bias are cast to the autocast dtype and
@@ -58,19 +58,11 @@ class LowPrecisionGroupNormModule(nn.GroupNorm):
         """Builds the low-precision version of ``module``, sharing its parameters (same state-dict keys)."""
         new = cls(module.num_groups, module.num_channels, eps=module.eps, affine=False)
         new.affine = module.affine
-        new.weight, new.bias = module.weight, module.bias
-        new.train(module.training)
-        return new
+        return new.adopt(module)
 
-    def forward(self, input: torch.Tensor) -> torch.Tensor:
-        """Group norm of ``input`` (``(N, C, ...)``), in the autocast dtype when autocast is on."""
-        out = norm_in_autocast_dtype(
-            input,
-            self.weight,
-            self.bias,
-            lambda x, weight, bias: F.group_norm(x, self.num_groups, weight, bias, self.eps),
-        )
-        return super().forward(input) if out is None else out
+    def normalize(self, x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None) -> torch.Tensor:
+        """Group norm of ``x`` (``(N, C, ...)``) in ``num_groups`` groups, with the given weight and bias."""
+        return F.group_norm(x, self.num_groups, weight, bias, self.eps)
 
 
 def apply_low_precision_groupnorm(

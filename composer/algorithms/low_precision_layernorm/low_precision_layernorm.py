@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from composer.algorithms.utils.low_precision import LowPrecisionNormAlgorithm, norm_in_autocast_dtype, swap_norms
+from composer.algorithms.utils.low_precision import LowPrecisionNormAlgorithm, LowPrecisionNormModule, swap_norms
 from composer.core.hparams import hparams_for
 
 __all__ = [
@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 
-class LowPrecisionLayerNormModule(nn.LayerNorm):
+class LowPrecisionLayerNormModule(LowPrecisionNormModule, nn.LayerNorm):
     """``nn.LayerNorm`` that, under autocast, normalises in the autocast dtype (bf16 or fp16) instead of float32.
 
     With autocast on for the input's device, the input, weight and bias are cast to the autocast dtype and
@@ -59,19 +59,11 @@ class LowPrecisionLayerNormModule(nn.LayerNorm):
         """Builds the low-precision version of ``module``, sharing its parameters (same state-dict keys)."""
         new = cls(module.normalized_shape, eps=module.eps, elementwise_affine=False)
         new.elementwise_affine = module.elementwise_affine
-        new.weight, new.bias = module.weight, module.bias
-        new.train(module.training)
-        return new
+        return new.adopt(module)
 
-    def forward(self, input: torch.Tensor) -> torch.Tensor:
-        """Layer norm of ``input`` (``(..., *normalized_shape)``), in the autocast dtype when autocast is on."""
-        out = norm_in_autocast_dtype(
-            input,
-            self.weight,
-            self.bias,
-            lambda x, weight, bias: F.layer_norm(x, self.normalized_shape, weight, bias, self.eps),
-        )
-        return super().forward(input) if out is None else out
+    def normalize(self, x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None) -> torch.Tensor:
+        """Layer norm of ``x`` over ``normalized_shape``, with the given weight and bias."""
+        return F.layer_norm(x, self.normalized_shape, weight, bias, self.eps)
 
 
 def apply_low_precision_layernorm(

@@ -1,8 +1,9 @@
 """What the low-precision norms (LayerNorm, GroupNorm) share: the autocast dtype, parameter casts, the algorithm.
 
-Each norm's module runs its functional op through :func:`norm_in_autocast_dtype` (input, weight and bias cast to
-:func:`autocast_dtype`, autocast disabled); :func:`swap_norms` replaces a model's norms with such modules; each norm's
-algorithm is a :class:`LowPrecisionNormAlgorithm` that names the norm and how to swap it.
+Each norm's module is a :class:`LowPrecisionNormModule`, which runs the module's functional op through
+:func:`norm_in_autocast_dtype` (input, weight and bias cast to :func:`autocast_dtype`, autocast disabled);
+:func:`swap_norms` replaces a model's norms with such modules; each norm's algorithm is a
+:class:`LowPrecisionNormAlgorithm` that names the norm and how to swap it.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import warnings
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 import torch
 from torch import nn
@@ -22,7 +23,13 @@ from composer.core.precision import Precision
 from composer.core.state import State
 from composer.utils.module_surgery import replace_module_classes
 
-__all__ = ["LowPrecisionNormAlgorithm", "autocast_dtype", "norm_in_autocast_dtype", "swap_norms"]
+__all__ = [
+    "LowPrecisionNormAlgorithm",
+    "LowPrecisionNormModule",
+    "autocast_dtype",
+    "norm_in_autocast_dtype",
+    "swap_norms",
+]
 
 _Norm = TypeVar("_Norm", bound=nn.Module)
 
@@ -68,6 +75,54 @@ def norm_in_autocast_dtype(
         return None
     with torch.autocast(device_type=input.device.type, enabled=False):
         return norm(input.to(dtype), _cast(weight, dtype), _cast(bias, dtype))
+
+
+class LowPrecisionNormModule(nn.Module):
+    """Base of the low-precision norm modules: under autocast, :meth:`normalize` runs in the autocast dtype.
+
+    A subclass lists it before the ``torch.nn`` norm it changes (``class M(LowPrecisionNormModule, nn.LayerNorm)``)
+    and implements :meth:`normalize`, the functional op with the module's settings. Under autocast, ``forward`` runs it
+    through :func:`norm_in_autocast_dtype`; without autocast it is the ``torch.nn`` norm's own ``forward``.
+
+    Example:
+        >>> from composer.algorithms.low_precision_layernorm import LowPrecisionLayerNormModule
+        >>> isinstance(LowPrecisionLayerNormModule(8), LowPrecisionNormModule)
+        True
+    """
+
+    weight: Any
+    bias: Any
+
+    def normalize(self, x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None) -> torch.Tensor:
+        """The norm of ``x`` with the given weight and bias, and the module's other settings (shape, groups, eps).
+
+        Args:
+            x: The input.
+            weight: The weight, already cast as the input.
+            bias: The bias, already cast as the input.
+
+        Returns:
+            torch.Tensor: The normalised input.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement normalize(x, weight, bias)")
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        """The norm of ``input``, in the autocast dtype when autocast is on for its device."""
+        out = norm_in_autocast_dtype(input, self.weight, self.bias, self.normalize)
+        return super().forward(input) if out is None else out
+
+    def adopt(self, module: nn.Module) -> Self:
+        """Takes ``module``'s weight and bias (the same tensors, so the same state-dict keys) and its training mode.
+
+        Args:
+            module: The ``torch.nn`` norm this module replaces.
+
+        Returns:
+            Self: This module.
+        """
+        self.weight, self.bias = module.weight, module.bias
+        self.train(module.training)
+        return self
 
 
 def swap_norms(
