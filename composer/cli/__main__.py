@@ -40,6 +40,7 @@ _COMMANDS = {
     "compare": "compare",
     "launch": "launch",
     "checkpoint": "checkpoint",
+    "tokenizer": "tokenizer",
 }
 
 

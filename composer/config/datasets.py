@@ -377,15 +377,18 @@ class PythonDocsHparams(DatasetHparams):
             one. Default = None.
         mask_token_id: The mask token: the model's ``mask_token_id``, or 256 (one past the bytes; the model then
             needs ``vocab_size: 257``). Default = 256.
+        tokenizer: A ``tokenizer.json`` or tokenizer folder (``composer tokenizer train`` writes one), whose own mask
+            token then serves; null for bytes. Default = None.
     """
 
     seq_len: int = 128
     num_workers: int = 0
     mlm_probability: float | None = None
     mask_token_id: int = 256
+    tokenizer: str | None = None
 
     sample_fields: ClassVar[tuple[str, ...]] = ("seq_len",)
-    label_fields: ClassVar[tuple[str, ...]] = ("mlm_probability", "mask_token_id")
+    label_fields: ClassVar[tuple[str, ...]] = ("mlm_probability", "mask_token_id", "tokenizer")
 
     def validate(self) -> None:
         """Checks the sequence length and the masking."""
@@ -396,10 +399,12 @@ class PythonDocsHparams(DatasetHparams):
 
     def initialize_object(self, batch_size: int, train: bool, seed: int = 0) -> DataSpec:
         """Returns the loader of the ``train`` or ``validation`` split (masked when ``mlm_probability`` is set)."""
-        from composer.datasets.text import ByteTextDataset, load_python_docs
+        from composer.datasets.text import python_docs_dataset, text_collator
+        from composer.datasets.tokenizer import load_tokenizer
 
-        dataset = ByteTextDataset(load_python_docs("train" if train else "validation"), self.seq_len)
-        collate_fn = _masking(self, 256, train, seed)
+        tokenizer = load_tokenizer(self.tokenizer)
+        dataset = python_docs_dataset("train" if train else "validation", self.seq_len, tokenizer)
+        collate_fn = text_collator(tokenizer, self.mlm_probability, self.mask_token_id, train, seed)
         return DataSpec(_loader(dataset, batch_size, train, seed, self.num_workers, collate_fn))
 
     def synthetic(self, num_samples: int = 16) -> DatasetHparams:
@@ -419,6 +424,8 @@ class TextFilesHparams(DatasetHparams):
             one. Default = None.
         mask_token_id: The mask token: the model's ``mask_token_id``, or 256 (one past the bytes; the model then
             needs ``vocab_size: 257``). Default = 256.
+        tokenizer: A ``tokenizer.json`` or tokenizer folder (``composer tokenizer train`` writes one), whose own mask
+            token then serves; null for bytes. Default = None.
     """
 
     paths: list[str]
@@ -426,9 +433,10 @@ class TextFilesHparams(DatasetHparams):
     num_workers: int = 0
     mlm_probability: float | None = None
     mask_token_id: int = 256
+    tokenizer: str | None = None
 
     sample_fields: ClassVar[tuple[str, ...]] = ("seq_len",)
-    label_fields: ClassVar[tuple[str, ...]] = ("mlm_probability", "mask_token_id")
+    label_fields: ClassVar[tuple[str, ...]] = ("mlm_probability", "mask_token_id", "tokenizer")
 
     def validate(self) -> None:
         """Checks the sequence length, the masking and that files are named."""
@@ -456,6 +464,7 @@ class TextFilesHparams(DatasetHparams):
             num_workers=self.num_workers,
             mlm_probability=self.mlm_probability,
             mask_token_id=self.mask_token_id,
+            tokenizer=self.tokenizer,
         )
         return DataSpec(loader)
 

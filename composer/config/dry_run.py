@@ -195,7 +195,7 @@ def fit_problems(
     if found is None:
         return []
     fit = _Fit(model_config, model_path, model, data_config, data_path, field, *found)
-    problem = fit.length_problem(limits or [])
+    problem = fit.length_problem(limits or []) or fit.vocab_problem()
     if problem is not None:
         return [problem]
     was_training = model.training
@@ -239,6 +239,27 @@ class _Fit:
                     f"the model takes at most {longest}. Set {key}: {self.shape[0]} or more, or shorten the samples.",
                 )
         return None
+
+    def vocab_problem(self) -> ConfigError | None:
+        """The recipe's tokenizer has ids past the model's vocabulary (``vocab_size`` of the data and the model)."""
+        needed = getattr(self.dataset, "vocab_size", None)
+        has = getattr(getattr(self.model, "config", None), "vocab_size", None)
+        if (
+            getattr(self.data_config, "tokenizer", None) is None
+            or not isinstance(needed, int)
+            or not isinstance(has, int)
+        ):
+            return None
+        if has >= needed:
+            return None
+        fields = {f.name for f in dataclasses.fields(self.model_config)}  # type: ignore[arg-type]
+        model_key = f"{self.model_path}.{'vocab_size' if 'vocab_size' in fields else 'config.vocab_size'}"
+        data_key = f"{self.data_path}.tokenizer"
+        return ConfigError(
+            f"{model_key} and {data_key}",
+            f"do not fit: the tokenizer of {self.field} has {needed} token ids, but the model's vocab_size is {has}, so "
+            f"ids from {has} up have no embedding. Set {model_key}: {needed} (or more), or use a smaller tokenizer.",
+        )
 
     def model_problem(self, train: bool, extremes: list[Extreme]) -> ConfigError | None:
         """Forward (or ``eval_forward``), the labels against the outputs, the loss (or metrics), the extremes."""

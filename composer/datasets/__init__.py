@@ -21,15 +21,18 @@ from composer.datasets.normalization import Normalize, ToNormalizedTensor
 from composer.datasets.synthetic import SyntheticClassificationDataset, SyntheticTokenDataset
 from composer.datasets.text import (
     ByteTextDataset,
+    TokenTextDataset,
     byte_unigram_entropy,
     load_python_docs,
+    pack_documents,
     python_docs_dataloaders,
     text_file_dataloader,
 )
+from composer.datasets.tokenizer import load_tokenizer, train_bpe_tokenizer
 
 __all__ = ["SyntheticClassificationDataset", "SyntheticTokenDataset", "digits_dataloaders"]
 __all__ += ["ByteTextDataset", "byte_unigram_entropy", "load_python_docs", "python_docs_dataloaders"]
-__all__ += ["text_file_dataloader"]
+__all__ += ["TokenTextDataset", "load_tokenizer", "pack_documents", "text_file_dataloader", "train_bpe_tokenizer"]
 __all__ += ["BYTE_MASK_TOKEN_ID", "MASKED_BYTE_VOCAB_SIZE", "MaskingCollator", "mask_token_id_of", "mask_tokens"]
 __all__ += ["ImageTensorDataset", "ToNormalizedTensor"]
 __all__ += ["CIFARDataset", "Normalize", "cifar_dataloader", "digits_datasets", "image_folder_dataloader", "load_cifar"]

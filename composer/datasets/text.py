@@ -27,19 +27,26 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
 from composer.datasets.masking import BYTE_MASK_TOKEN_ID, MaskingCollator
+from composer.datasets.tokenizer import ByteTokenizer, Tokenizer, load_tokenizer
 
 __all__ = [
     "PYTHON_DOCS_SHA256",
     "ByteTextDataset",
+    "TokenTextDataset",
     "byte_unigram_entropy",
     "load_python_docs",
     "masking_collator",
+    "pack_documents",
     "python_docs_dataloaders",
+    "python_docs_dataset",
+    "text_collator",
     "text_file_dataloader",
+    "tokenized_text",
 ]
 
 PYTHON_DOCS_SHA256 = "54ada614d8fdc1c6e7a8354d35ceffd3462edc61439f598f88410e0ca20d5412"
@@ -133,15 +140,34 @@ def load_python_docs(split: str = "train") -> torch.Tensor:
         >>> bytes(data[:28].tolist())
         b'Binary arithmetic operations'
     """
+    return torch.frombuffer(bytearray(_DOCUMENT_JOINER.join(_split_documents(split))), dtype=torch.uint8)
+
+
+def python_docs_dataset(split: str, seq_len: int, tokenizer: Tokenizer | None = None) -> TokenTextDataset:
+    """One split of the built-in corpus as windows of ``seq_len`` tokens: bytes, or packed tokens of ``tokenizer``.
+
+    Args:
+        split: ``'train'`` or ``'validation'``.
+        seq_len: Tokens per sample.
+        tokenizer: None for bytes (a :class:`ByteTextDataset` over :func:`load_python_docs`), or a tokenizer
+            (:func:`~composer.datasets.tokenizer.load_tokenizer`): each document packed (:func:`pack_documents`).
+
+    Example:
+        >>> python_docs_dataset("validation", 64)[0]["input_ids"].shape
+        torch.Size([64])
+    """
+    return tokenized_text(_split_documents(split), seq_len, tokenizer or ByteTokenizer())
+
+
+def _split_documents(split: str) -> list[bytes]:
     if split not in _SPLITS:
         raise ValueError(f"split must be one of {list(_SPLITS)}, got {split!r}.")
     want_validation = split == "validation"
-    documents = [
+    return [
         document
         for index, document in enumerate(_python_docs_documents())
         if (index % _VALIDATION_EVERY == _VALIDATION_EVERY - 1) == want_validation
     ]
-    return torch.frombuffer(bytearray(_DOCUMENT_JOINER.join(documents)), dtype=torch.uint8)
 
 
 def byte_unigram_entropy(data: torch.Tensor) -> float:
@@ -164,7 +190,60 @@ def byte_unigram_entropy(data: torch.Tensor) -> float:
     return float(-(probabilities * probabilities.log()).sum())
 
 
-class ByteTextDataset(Dataset[dict[str, torch.Tensor]]):
+class TokenTextDataset(Dataset[dict[str, torch.Tensor]]):
+    """Consecutive, non-overlapping windows of ``seq_len`` tokens, as Hugging Face-style dicts for a causal LM.
+
+    Sample ``i`` covers tokens ``[i * seq_len, (i + 1) * seq_len)`` of ``tokens``; the tail shorter than ``seq_len``
+    is left out. Each sample is ``{'input_ids': (seq_len,), 'labels': (seq_len,)}``, both int64 and equal: the model
+    shifts the labels itself (Hugging Face convention), so every window trains ``seq_len - 1`` next-token
+    predictions. Build ``tokens`` with :func:`pack_documents` (documents joined by the tokenizer's end-of-text
+    token), or use :class:`ByteTextDataset` for bytes.
+
+    Args:
+        tokens: The token stream, a 1-D integer tensor.
+        seq_len: Tokens per sample.
+        vocab_size: The tokenizer's vocabulary size (one past its largest id), kept for the model check; None if
+            unknown.
+
+    Example:
+        >>> dataset = TokenTextDataset(torch.arange(10), seq_len=4)
+        >>> len(dataset), dataset[1]["input_ids"].tolist()
+        (2, [4, 5, 6, 7])
+    """
+
+    def __init__(self, tokens: torch.Tensor, seq_len: int, vocab_size: int | None = None) -> None:
+        _check_positive_int("seq_len", seq_len)
+        if not isinstance(tokens, torch.Tensor) or tokens.ndim != 1 or tokens.is_floating_point():
+            raise ValueError(
+                f"tokens must be a 1-D integer tensor of token ids, got {type(tokens).__name__}"
+                + (
+                    f" of dtype {tokens.dtype} and shape {tuple(tokens.shape)}"
+                    if isinstance(tokens, torch.Tensor)
+                    else ""
+                )
+                + "."
+            )
+        if len(tokens) < seq_len:
+            raise ValueError(
+                f"the text holds {len(tokens)} tokens, fewer than seq_len={seq_len}, so it makes no sample; use a "
+                "smaller seq_len or more text."
+            )
+        self.data = tokens
+        self.seq_len = seq_len
+        self.vocab_size = vocab_size
+
+    def __len__(self) -> int:
+        return len(self.data) // self.seq_len
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        if not -len(self) <= index < len(self):
+            raise IndexError(f"index {index} is out of range for a dataset of {len(self)} samples.")
+        start = (index % len(self)) * self.seq_len
+        tokens = self.data[start : start + self.seq_len].long()
+        return {"input_ids": tokens, "labels": tokens.clone()}
+
+
+class ByteTextDataset(TokenTextDataset):
     """Consecutive, non-overlapping windows of ``seq_len`` bytes, as Hugging Face-style dicts for a causal LM.
 
     Sample ``i`` covers bytes ``[i * seq_len, (i + 1) * seq_len)`` of ``data``; the tail shorter than ``seq_len`` is
@@ -186,7 +265,6 @@ class ByteTextDataset(Dataset[dict[str, torch.Tensor]]):
     """
 
     def __init__(self, data: torch.Tensor | bytes, seq_len: int) -> None:
-        _check_positive_int("seq_len", seq_len)
         if isinstance(data, (bytes, bytearray)):
             data = torch.frombuffer(bytearray(data), dtype=torch.uint8)
         if not isinstance(data, torch.Tensor) or data.ndim != 1 or data.dtype != torch.uint8:
@@ -195,13 +273,7 @@ class ByteTextDataset(Dataset[dict[str, torch.Tensor]]):
                 + (f" of dtype {data.dtype} and shape {tuple(data.shape)}" if isinstance(data, torch.Tensor) else "")
                 + "."
             )
-        if len(data) < seq_len:
-            raise ValueError(
-                f"data holds {len(data)} bytes, fewer than seq_len={seq_len}, so it makes no sample; use a smaller "
-                "seq_len or more text."
-            )
-        self.data = data
-        self.seq_len = seq_len
+        super().__init__(data, seq_len, vocab_size=256)
 
     @classmethod
     def from_files(cls, paths: Sequence[str | os.PathLike[str]], seq_len: int) -> ByteTextDataset:
@@ -214,24 +286,18 @@ class ByteTextDataset(Dataset[dict[str, torch.Tensor]]):
         Raises:
             ValueError: If ``paths`` is empty or names something that is not a file.
         """
-        if isinstance(paths, (str, os.PathLike)) or len(paths) == 0:
-            raise ValueError(f"paths must be a non-empty list of text files, got {paths!r}.")
-        parts = []
-        for path in paths:
-            if not Path(path).is_file():
-                raise ValueError(f"paths includes {str(path)!r}, which is not a file; pass paths of text files.")
-            parts.append(Path(path).read_bytes())
-        return cls(_DOCUMENT_JOINER.join(parts), seq_len)
+        return cls(_DOCUMENT_JOINER.join(_read_files(paths)), seq_len)
 
-    def __len__(self) -> int:
-        return len(self.data) // self.seq_len
 
-    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
-        if not -len(self) <= index < len(self):
-            raise IndexError(f"index {index} is out of range for a dataset of {len(self)} samples.")
-        start = (index % len(self)) * self.seq_len
-        tokens = self.data[start : start + self.seq_len].long()
-        return {"input_ids": tokens, "labels": tokens.clone()}
+def _read_files(paths: Sequence[str | os.PathLike[str]]) -> list[bytes]:
+    if isinstance(paths, (str, os.PathLike)) or len(paths) == 0:
+        raise ValueError(f"paths must be a non-empty list of text files, got {paths!r}.")
+    parts = []
+    for path in paths:
+        if not Path(path).is_file():
+            raise ValueError(f"paths includes {str(path)!r}, which is not a file; pass paths of text files.")
+        parts.append(Path(path).read_bytes())
+    return parts
 
 
 def masking_collator(
@@ -259,8 +325,76 @@ def masking_collator(
     return MaskingCollator(mask_token_id, mlm_probability=mlm_probability, seed=None if shuffle else seed)
 
 
+def pack_documents(documents: Sequence[Sequence[int]], separator: Sequence[int]) -> torch.Tensor:
+    """The token ids of ``documents`` as one stream, each document followed by ``separator`` (the end-of-text token).
+
+    Cut into ``seq_len`` windows by :class:`TokenTextDataset`, this is causal-LM packing: no padding, and a window
+    may span the end of one document and the start of the next, which the separator marks.
+
+    Args:
+        documents: Each document's token ids.
+        separator: The ids that end each document (a tokenizer's ``separator``).
+
+    Returns:
+        torch.Tensor: 1-D, int32.
+
+    Example:
+        >>> pack_documents([[5, 6], [7]], separator=[0]).tolist()
+        [5, 6, 0, 7, 0]
+    """
+    pieces = [np.asarray(piece, dtype=np.int32) for document in documents for piece in (document, separator)]
+    return torch.from_numpy(np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int32))
+
+
+def tokenized_text(documents: Sequence[bytes], seq_len: int, tokenizer: Tokenizer) -> TokenTextDataset:
+    """The windows of ``seq_len`` tokens of UTF-8 ``documents``: bytes joined by a blank line, or packed tokens.
+
+    Args:
+        documents: The documents' UTF-8 bytes (undecodable bytes become U+FFFD for a real tokenizer).
+        seq_len: Tokens per sample.
+        tokenizer: A :class:`~composer.datasets.tokenizer.ByteTokenizer` (the bytes as they are) or another
+            tokenizer (:func:`pack_documents` of its token ids).
+
+    Example:
+        >>> tokenized_text([b"ab", b"cd"], 3, ByteTokenizer())[0]["input_ids"].tolist()
+        [97, 98, 10]
+    """
+    if isinstance(tokenizer, ByteTokenizer):
+        return ByteTextDataset(_DOCUMENT_JOINER.join(documents), seq_len)
+    ids = tokenizer.encode_batch([document.decode("utf-8", errors="replace") for document in documents])
+    return TokenTextDataset(pack_documents(ids, tokenizer.separator), seq_len, vocab_size=tokenizer.vocab_size)
+
+
+def text_collator(
+    tokenizer: Tokenizer, mlm_probability: float | None, mask_token_id: int, shuffle: bool, seed: int
+) -> MaskingCollator | None:
+    """The collate function of a text loader: None for causal LM, else masking with the tokenizer's mask token.
+
+    Bytes are masked with ``mask_token_id`` (:func:`masking_collator`); another tokenizer's own mask token is used,
+    its end-of-text tokens are never masked, and random replacements are drawn from its vocabulary.
+
+    Raises:
+        ValueError: If ``mlm_probability`` is set and the tokenizer has no mask token.
+    """
+    if mlm_probability is None or isinstance(tokenizer, ByteTokenizer):
+        return masking_collator(mlm_probability, mask_token_id, shuffle, seed)
+    if tokenizer.mask_token_id is None:
+        raise ValueError(
+            f"tokenizer: {tokenizer.source} has no mask token ([MASK] or <mask>, or mask_token in "
+            "tokenizer_config.json), which mlm_probability needs; use a tokenizer with one (`composer tokenizer "
+            "train` adds [MASK]) or drop mlm_probability for a causal model."
+        )
+    return MaskingCollator(
+        tokenizer.mask_token_id,
+        vocab_size=tokenizer.vocab_size,
+        mlm_probability=mlm_probability,
+        special_token_ids=tokenizer.separator,
+        seed=None if shuffle else seed,
+    )
+
+
 def _loader(
-    dataset: ByteTextDataset,
+    dataset: TokenTextDataset,
     batch_size: int,
     shuffle: bool,
     seed: int,
@@ -290,6 +424,7 @@ def python_docs_dataloaders(
     num_workers: int = 0,
     mlm_probability: float | None = None,
     mask_token_id: int = BYTE_MASK_TOKEN_ID,
+    tokenizer: str | os.PathLike[str] | None = None,
 ) -> tuple[DataLoader[dict[str, torch.Tensor]], DataLoader[dict[str, torch.Tensor]]]:
     """Returns training and validation loaders over the built-in Python-documentation corpus, byte by byte.
 
@@ -313,6 +448,8 @@ def python_docs_dataloaders(
             to mask for a masked language model (BERT uses 0.15).
         mask_token_id: The mask token, used with ``mlm_probability``: the model's ``config.mask_token_id``
             (:func:`~composer.datasets.masking.mask_token_id_of`), else 256 (a model with ``vocab_size=257``).
+        tokenizer: None for bytes, or a tokenizer (:func:`~composer.datasets.tokenizer.load_tokenizer`): documents
+            are then packed (:func:`pack_documents`), lengths count tokens, and masks use its mask token.
 
     Returns:
         tuple[DataLoader, DataLoader]: The training loader and the validation loader.
@@ -320,10 +457,8 @@ def python_docs_dataloaders(
     Example:
         >>> train_dl, eval_dl = python_docs_dataloaders(seq_len=64, batch_size=8)
         >>> batch = next(iter(train_dl))
-        >>> batch["input_ids"].shape, batch["input_ids"].dtype
-        (torch.Size([8, 64]), torch.int64)
-        >>> len(train_dl.dataset) * 64 > 1_500_000
-        True
+        >>> batch["input_ids"].shape, len(train_dl.dataset) * 64 > 1_500_000
+        (torch.Size([8, 64]), True)
         >>> _, masked_dl = python_docs_dataloaders(seq_len=64, batch_size=8, mlm_probability=0.15)
         >>> batch = next(iter(masked_dl))
         >>> scored = batch["labels"] != -100
@@ -333,10 +468,11 @@ def python_docs_dataloaders(
     _check_positive_int("seq_len", seq_len)
     eval_seq_len = seq_len if eval_seq_len is None else _check_positive_int("eval_seq_len", eval_seq_len)
     eval_batch_size = batch_size if eval_batch_size is None else eval_batch_size
-    train_set = ByteTextDataset(load_python_docs("train"), seq_len)
-    eval_set = ByteTextDataset(load_python_docs("validation"), eval_seq_len)
-    train_collate = masking_collator(mlm_probability, mask_token_id, shuffle=True, seed=seed)
-    eval_collate = masking_collator(mlm_probability, mask_token_id, shuffle=False, seed=seed)
+    tokens = load_tokenizer(tokenizer)
+    train_set = python_docs_dataset("train", seq_len, tokens)
+    eval_set = python_docs_dataset("validation", eval_seq_len, tokens)
+    train_collate = text_collator(tokens, mlm_probability, mask_token_id, shuffle=True, seed=seed)
+    eval_collate = text_collator(tokens, mlm_probability, mask_token_id, shuffle=False, seed=seed)
     return (
         _loader(train_set, batch_size, shuffle=True, seed=seed, num_workers=num_workers, collate_fn=train_collate),
         _loader(eval_set, eval_batch_size, shuffle=False, seed=seed, num_workers=num_workers, collate_fn=eval_collate),
@@ -352,6 +488,7 @@ def text_file_dataloader(
     num_workers: int = 0,
     mlm_probability: float | None = None,
     mask_token_id: int = BYTE_MASK_TOKEN_ID,
+    tokenizer: str | os.PathLike[str] | None = None,
 ) -> DataLoader[dict[str, torch.Tensor]]:
     """Returns a byte-level language-modelling loader over your own text files.
 
@@ -370,6 +507,8 @@ def text_file_dataloader(
             language model, as in :func:`python_docs_dataloaders`.
         mask_token_id: The mask token, used with ``mlm_probability``: the model's ``config.mask_token_id``
             (:func:`~composer.datasets.masking.mask_token_id_of`), else 256 (a model with ``vocab_size=257``).
+        tokenizer: None for bytes, or a ``tokenizer.json`` or tokenizer folder: each file is then a document, and
+            the documents are packed (:func:`pack_documents`).
 
     Returns:
         DataLoader: The loader; its batches are dicts of ``input_ids`` and ``labels``, each ``(batch_size, seq_len)``.
@@ -382,5 +521,7 @@ def text_file_dataloader(
         >>> next(iter(loader))["input_ids"].shape
         torch.Size([4, 16])
     """
-    collate_fn = masking_collator(mlm_probability, mask_token_id, shuffle, seed)
-    return _loader(ByteTextDataset.from_files(paths, seq_len), batch_size, shuffle, seed, num_workers, collate_fn)
+    tokens = load_tokenizer(tokenizer)
+    collate_fn = text_collator(tokens, mlm_probability, mask_token_id, shuffle, seed)
+    dataset = tokenized_text(_read_files(paths), seq_len, tokens)
+    return _loader(dataset, batch_size, shuffle, seed, num_workers, collate_fn)

@@ -51,6 +51,7 @@ def _run(*argv: str, cache: Path | None = None) -> dict:
         ["compare", "--help"],
         ["launch", "--help"],
         ["checkpoint", "--help"],
+        ["tokenizer", "train", "--help"],
     ],
 )
 def test_help_and_list_import_no_torch(argv):
