@@ -33,6 +33,7 @@ import pydantic.fields
 
 from composer.algorithms.composition import composition_problems
 from composer.config.config_error import ConfigError
+from composer.config.recipe_schema import type_problem
 from composer.core.hparams import Hparams, recipe_annotation
 from composer.trainer.arguments import argument_problems
 
@@ -61,22 +62,19 @@ def _fields(cls: type[Hparams]) -> dict[str, pydantic.fields.FieldInfo]:
 
 
 @functools.cache
-def _adapter(cls: type[Hparams], name: str) -> tuple[pydantic.TypeAdapter[Any], str, bool]:
-    """The validator of field ``name`` of the pydantic dataclass ``cls`` alone, its type in words, and whether the
-    type is numeric."""
+def _adapter(cls: type[Hparams], name: str) -> tuple[pydantic.TypeAdapter[Any], list[str]]:
+    """The validator of field ``name`` of the pydantic dataclass ``cls`` alone, and its types in words."""
     field = _fields(cls)[name]
     annotation = field.rebuild_annotation()
     strict = bool(getattr(cls, "__pydantic_config__", {}).get("strict"))  # as the class checks it
     adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(
         annotation, config=pydantic.ConfigDict(arbitrary_types_allowed=True, strict=strict)
     )
-    members = _members(annotation)
     # In words, the types a recipe can write (a Time, a device or a callable is for Python callers).
     plain = recipe_annotation(annotation).replace("None", "null").split(" | ")
     if strict and "float" in plain and "int" not in plain:
         plain.insert(plain.index("float") + 1, "int")  # a strict float takes an int too
-    words = " or ".join(plain) if plain != ["Any"] else " or ".join(_type_name(member) for member in members)
-    return adapter, words, any(m in _NUMBERS for m in members)
+    return adapter, plain if plain != ["Any"] else [_type_name(member) for member in _members(annotation)]
 
 
 def _members(annotation: Any) -> list[Any]:
@@ -118,18 +116,11 @@ def type_problems(cls: type[Hparams], values: Mapping[str, Any]) -> tuple[dict[s
     typed: dict[str, Any] = {}
     problems: list[ConfigError] = []
     for name, value in values.items():
-        adapter, expected, numeric = _adapter(cls, name)
+        adapter, expected = _adapter(cls, name)
         try:
             typed[name] = adapter.validate_python(value)
         except pydantic.ValidationError:
-            note = " (a bool is not a number here)" if numeric and isinstance(value, bool) else ""
-            problems.append(
-                ConfigError(
-                    name,
-                    f"received {value!r} ({type(value).__name__}); expected {expected}{note}. "
-                    f"Set {name}: {_example(cls, name)}.",
-                )
-            )
+            problems.append(type_problem(name, value, expected, _example(cls, name)))
     return typed, problems
 
 

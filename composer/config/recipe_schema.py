@@ -33,7 +33,7 @@ from typing import Any
 from composer.config.config_error import ConfigError, suggest
 from composer.config.manifest import load_manifest, load_trainer_schema
 
-__all__ = ["schema_problems"]
+__all__ = ["in_recipe_order", "key_problems", "schema_problems", "type_problem"]
 
 
 class _Undecided(Exception):
@@ -63,20 +63,8 @@ def _problems(config: Mapping[str, Any]) -> list[ConfigError]:
     fields: dict[str, dict[str, Any]] = schema["fields"]
     one_of: dict[str, list[str]] = schema["one_of"]
     sets: dict[str, list[str]] = schema["sets"]
-    problems: list[ConfigError] = []
-    for key in config:
-        if key not in fields:
-            problems.append(
-                ConfigError(
-                    str(key), f"unknown key.{suggest(str(key), fields)} The valid top-level keys are {list(fields)}."
-                )
-            )
-    values = {key: value for key, value in config.items() if key in fields}
-    for name, field in fields.items():
-        if field["required"] and values.get(name) is None:
-            choices = f" Choose one of {sorted(kinds[one_of[name][0]])}." if name in one_of else ""
-            problems.append(ConfigError(name, f"required field is missing.{choices}"))
-            values.pop(name, None)
+    required = {name: field["required"] for name, field in fields.items()}
+    values, problems = key_problems(config, required, {name: list(kinds[kind]) for name, (kind, _) in one_of.items()})
     for name, (kind, noun) in one_of.items():
         if name in values:
             _check_one(name, values[name], kinds[kind], noun, problems)
@@ -87,16 +75,53 @@ def _problems(config: Mapping[str, Any]) -> list[ConfigError]:
         annotation = fields[name]["annotation"]
         if annotation is not None and not _has_type(annotation, value):
             words = [_WORDS.get(member.strip(), member.strip()) for member in annotation.split("|")]
-            numeric = isinstance(value, bool) and any(word in ("int", "float") for word in words)
-            note = " (a bool is not a number here)" if numeric else ""
-            problems.append(
-                ConfigError(
-                    name,
-                    f"received {value!r} ({type(value).__name__}); expected {' or '.join(words)}{note}. "
-                    f"Set {name}: {fields[name]['example']}.",
-                )
-            )
-    order = [*config, *fields]
+            problems.append(type_problem(name, value, words, fields[name]["example"]))
+    return in_recipe_order(problems, [*config, *fields])
+
+
+def key_problems(
+    recipe: Mapping[str, Any], required: Mapping[str, bool], choices: Mapping[str, list[str]]
+) -> tuple[dict[str, Any], list[ConfigError]]:
+    """The values of a recipe's known top-level keys, and a problem for each unknown key and missing required field.
+
+    Shared by this schema check and :meth:`composer.config.TrainerHparams.from_dict`, which word them alike.
+
+    Args:
+        recipe: The recipe as plain values.
+        required: Each top-level field, in order, mapped to whether a recipe must give it.
+        choices: The registry names of each field that picks one entry (the fix a missing one suggests).
+    """
+    problems = [
+        ConfigError(
+            str(key), f"unknown key.{suggest(str(key), required)} The valid top-level keys are {list(required)}."
+        )
+        for key in recipe
+        if key not in required
+    ]
+    values = {key: value for key, value in recipe.items() if key in required}
+    for name, needed in required.items():
+        if needed and values.get(name) is None:
+            choice = f" Choose one of {sorted(choices[name])}." if name in choices else ""
+            problems.append(ConfigError(name, f"required field is missing.{choice}"))
+            values.pop(name, None)
+    return values, problems
+
+
+def type_problem(name: str, value: Any, expected: list[str], example: str) -> ConfigError:
+    """A top-level value of the wrong type: received, ``expected`` (the types' words) and the value to write instead.
+
+    Shared by this schema check and :func:`composer.config.field_checks.type_problems`, which word it alike.
+    """
+    numeric = isinstance(value, bool) and any(word in ("int", "float") for word in expected)
+    note = " (a bool is not a number here)" if numeric else ""
+    return ConfigError(
+        name,
+        f"received {value!r} ({type(value).__name__}); expected {' or '.join(expected)}{note}. Set {name}: {example}.",
+    )
+
+
+def in_recipe_order(problems: list[ConfigError], order: list[Any]) -> list[ConfigError]:
+    """``problems`` sorted by the top-level key each is at, in ``order`` (the recipe's keys, then missing fields)."""
 
     def top(problem: ConfigError) -> int:
         key = problem.where.split(".", 1)[0].split(" ", 1)[0]

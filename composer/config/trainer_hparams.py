@@ -50,12 +50,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 from pydantic import StrictInt
 
 from composer.callbacks import CALLBACK_HPARAMS
-from composer.config.config_error import ConfigError, suggest
+from composer.config.config_error import ConfigError
 from composer.config.datasets import DatasetHparams
 from composer.config.field_checks import bool_number_problems, type_problems, value_problems
 from composer.config.from_model import fill_from_model
 from composer.config.models import ModelHparams
-from composer.config.recipe_schema import check_registered, one_entry, set_entries
+from composer.config.recipe_schema import check_registered, in_recipe_order, key_problems, one_entry, set_entries
 from composer.config.registry import ALGORITHM_HPARAMS, DATASETS, MODELS
 from composer.core.hparams import Hparams, derive_fields
 from composer.loggers import LOGGER_HPARAMS
@@ -152,12 +152,6 @@ def _registry_problems(values: Mapping[str, Any]) -> list[ConfigError]:
                     )
                 )
     return problems
-
-
-def _top_key(problem: ConfigError, keys: list[str]) -> str:
-    """The top-level key a problem is located at (the first of ``keys`` when it has none)."""
-    top = problem.where.split(".", 1)[0].split(" ", 1)[0]
-    return top if top in keys else keys[0]
 
 
 def _attempt(problems: list[ConfigError], path: str, make: Callable[[], _T]) -> _T | None:
@@ -271,23 +265,12 @@ class TrainerHparams(Hparams):
         """
         if not isinstance(data, Mapping):
             raise ConfigError("", f"a recipe must be a mapping of TrainerHparams fields, got {data!r}.")
-        fields = {f.name: f for f in dataclasses.fields(cls)}
-        problems: list[ConfigError] = []
-        for key in data:
-            if key not in fields:
-                problems.append(
-                    ConfigError(
-                        str(key),
-                        f"unknown key.{suggest(str(key), fields)} The valid top-level keys are {list(fields)}.",
-                    )
-                )
-        values = {key: value for key, value in data.items() if key in fields}
-        for name, field in fields.items():
-            required = field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
-            if required and values.get(name) is None:
-                choices = f" Choose one of {sorted(_ONE_OF[name][0])}." if name in _ONE_OF else ""
-                problems.append(ConfigError(name, f"required field is missing.{choices}"))
-                values.pop(name, None)
+        required = {
+            field.name: field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+            for field in dataclasses.fields(cls)
+        }
+        choices = {name: list(registry) for name, (registry, _) in _ONE_OF.items()}
+        values, problems = key_problems(data, required, choices)
         for name, (registry, noun) in _ONE_OF.items():
             if name in values:
                 try:
@@ -308,8 +291,7 @@ class TrainerHparams(Hparams):
         problems += value_problems({**typed, **polymorphic})
         problems += _registry_problems(polymorphic)
         if problems:
-            order = [*data, *fields]  # as the recipe has the keys; then missing fields
-            raise ConfigError.combine(sorted(problems, key=lambda problem: order.index(_top_key(problem, order))))
+            raise ConfigError.combine(in_recipe_order(problems, [*data, *required]))
         try:
             return cls(**values)
         except ValueError as error:  # a check that only the whole config can make

@@ -19,6 +19,7 @@ from __future__ import annotations
 import abc
 import math
 import warnings
+from typing import ClassVar
 
 import torch
 from torch.optim.optimizer import ParamsT
@@ -65,15 +66,20 @@ def _warn_large_momentum(config: _SGDFields | RMSpropHparams) -> None:
 
 
 class OptimizerHparams(Hparams, abc.ABC):
-    """The base of the optimizer configs; :meth:`initialize_object` builds the optimizer over the given parameters."""
+    """The base of the optimizer configs; :meth:`initialize_object` builds the optimizer over the given parameters.
 
-    @abc.abstractmethod
+    A config whose fields are its optimizer's keyword arguments names the optimizer in :attr:`optimizer_class`.
+    """
+
+    optimizer_class: ClassVar[type[torch.optim.Optimizer]]
+
     def initialize_object(self, params: ParamsT) -> torch.optim.Optimizer:
-        """Builds the optimizer.
+        """Builds the optimizer: :attr:`optimizer_class` over ``params``, with the fields as keyword arguments.
 
         Args:
             params: The parameters (or parameter groups) to optimize, e.g. ``model.parameters()``.
         """
+        return self.optimizer_class(params, **self.to_dict())
 
 
 @hparams
@@ -138,9 +144,7 @@ class SGDHparams(_SGDFields):
         fused: Step with torch's fused kernel (CPU, CUDA, MPS, XPU). Default = None (not fused).
     """
 
-    def initialize_object(self, params: ParamsT) -> torch.optim.SGD:
-        """Builds the optimizer over ``params``."""
-        return torch.optim.SGD(params, **self.to_dict())
+    optimizer_class = torch.optim.SGD
 
 
 @hparams
@@ -158,9 +162,7 @@ class DecoupledSGDWHparams(_SGDFields):
         fused: Step with torch's fused kernel (CPU, CUDA, MPS, XPU). Default = None (not fused).
     """
 
-    def initialize_object(self, params: ParamsT) -> DecoupledSGDW:
-        """Builds the optimizer over ``params``."""
-        return DecoupledSGDW(params, **self.to_dict())
+    optimizer_class = DecoupledSGDW
 
 
 @hparams
@@ -178,9 +180,7 @@ class AdamHparams(_AdamFields):
         fused: Step with torch's fused kernel (CPU, CUDA, MPS, XPU). Default = None (not fused).
     """
 
-    def initialize_object(self, params: ParamsT) -> torch.optim.Adam:
-        """Builds the optimizer over ``params``."""
-        return torch.optim.Adam(params, **self.to_dict())
+    optimizer_class = torch.optim.Adam
 
 
 @hparams
@@ -200,9 +200,7 @@ class AdamWHparams(_AdamFields):
 
     weight_decay: float = 1e-2
 
-    def initialize_object(self, params: ParamsT) -> torch.optim.AdamW:
-        """Builds the optimizer over ``params``."""
-        return torch.optim.AdamW(params, **self.to_dict())
+    optimizer_class = torch.optim.AdamW
 
 
 @hparams
@@ -222,9 +220,7 @@ class DecoupledAdamWHparams(_AdamFields):
 
     weight_decay: float = 1e-2
 
-    def initialize_object(self, params: ParamsT) -> DecoupledAdamW:
-        """Builds the optimizer over ``params``."""
-        return DecoupledAdamW(params, **self.to_dict())
+    optimizer_class = DecoupledAdamW
 
 
 @hparams
@@ -255,9 +251,7 @@ class RMSpropHparams(OptimizerHparams):
         _check_non_negative(self, "lr", "alpha", "eps", "momentum", "weight_decay")
         _warn_large_momentum(self)
 
-    def initialize_object(self, params: ParamsT) -> torch.optim.RMSprop:
-        """Builds the optimizer over ``params``."""
-        return torch.optim.RMSprop(params, **self.to_dict())
+    optimizer_class = torch.optim.RMSprop
 
 
 OPTIMIZERS: dict[str, type[OptimizerHparams]] = {
