@@ -7,15 +7,13 @@ import io
 import json
 import os
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger, LogLevel
 from composer.core.state import State
 from composer.core.time import Time
-from composer.loggers.buffered_destination import BufferedDestination
-from composer.loggers.file_logger import open_mode, rewrite_atomically, warn_if_short
-from composer.loggers.log_path import check_writable, fill_log_path
+from composer.loggers.file_destination import FileDestination, rewrite_atomically, warn_if_short
 from composer.loggers.record_buffer import Record
 
 __all__ = ["CSVLogger", "CSVLoggerHparams"]
@@ -23,7 +21,7 @@ __all__ = ["CSVLogger", "CSVLoggerHparams"]
 COLUMNS = ("epoch", "batch", "batch_in_epoch", "sample", "token", "level", "name", "value")
 
 
-class CSVLogger(BufferedDestination):
+class CSVLogger(FileDestination):
     """Writes every logged value as one CSV row: ``epoch,batch,batch_in_epoch,sample,token,level,name,value``.
 
     The long ("tidy") layout needs no header change when a new name appears mid-run, so rows stream to disk as they
@@ -63,6 +61,8 @@ class CSVLogger(BufferedDestination):
         [('0', 'trainer/algorithms'), ('0', 'loss/train'), ('1', 'loss/train')]
     """
 
+    count_key = "rows"
+
     def __init__(
         self,
         filename: str | os.PathLike[str],
@@ -72,62 +72,20 @@ class CSVLogger(BufferedDestination):
         flush_interval: int = 100,
         overwrite: bool = False,
     ) -> None:
-        super().__init__(log_level, log_interval, flush_interval)
-        self._pattern = str(filename)
-        self.filename = check_writable(filename, "filename", is_dir=False)
-        self.overwrite = overwrite
-        self._file: IO[str] | None = None
+        super().__init__(filename, log_level, log_interval, flush_interval, overwrite)
         self._writer: Any = None
-        self._state: State | None = None  # between INIT and close: rows are written (the file opened at the first)
-        self._mode: str | None = None  # how the file is opened, once fresh-or-resumed is settled: "w", "x" or "a"
-        self._rows = 0  # data rows of this run's record in the file (what a checkpoint saves)
 
-    def init(self, state: State, logger: Logger) -> None:
-        del logger
-        if self._state is None:
-            self.filename = fill_log_path(self._pattern, state, "filename")
-            Path(self.filename).parent.mkdir(parents=True, exist_ok=True)
-            self._state = state
-
-    def fit_start(self, state: State, logger: Logger) -> None:
-        del logger
-        if self._state is not None and self._mode is None:
-            self._settle(state)
-
-    def _settle(self, state: State) -> None:
-        """Decides, once the checkpoint (if any) is loaded, whether this run starts the file or continues it."""
-        resuming = self.resumed_from is not None or int(state.timer.batch) > 0
-        if resuming:
-            self._rows = _keep_rows(self.filename, self.resumed_from)
-        self._mode = open_mode(self.filename, self.overwrite, resuming)
-
-    def resume_state(self) -> dict[str, Any]:
-        return {"rows": self._rows}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        super().load_state_dict(state)
-        self._rows = int(state.get("rows", 0))  # until the file is settled at FIT_START (what it really holds)
-
-    def _open(self, state: State) -> None:
-        if self._mode is None:
-            self._settle(state)
-        assert self._mode is not None
-        new = self._mode != "a" or not self.filename.exists() or self.filename.stat().st_size == 0
-        try:
-            self._file = open(self.filename, self._mode, encoding="utf-8", newline="")  # noqa: SIM115
-        except OSError as error:
-            raise ValueError(
-                f"filename={str(self.filename)!r} cannot be opened for writing ({error}); choose another path."
-            ) from error
-        self._writer = csv.writer(self._file)
-        if new:
-            self._writer.writerow(COLUMNS)
+    def keep_records(self, path: Path, resumed_from: dict[str, Any] | None) -> int:
+        return _keep_rows(path, resumed_from)
 
     def write(self, records: list[Record]) -> None:
         if self._state is None:
             return  # logged before INIT or after close: nowhere to write
         if self._writer is None:
-            self._open(self._state)
+            file = self.open_file(self._state)
+            self._writer = csv.writer(file)
+            if file.tell() == 0:  # a new file, or an empty one a resumed run continues
+                self._writer.writerow(COLUMNS)
         rows = []
         for record in records:
             t = record.timestamp
@@ -138,19 +96,11 @@ class CSVLogger(BufferedDestination):
                     value = json.dumps(value)
                 rows.append((*prefix, level, name, value))
         self._writer.writerows(rows)
-        self._rows += len(rows)
-
-    def flush(self) -> None:
-        super().flush()
-        if self._file is not None:
-            self._file.flush()
+        self._count += len(rows)
 
     def close(self, state: State, logger: Logger) -> None:
         super().close(state, logger)
-        self._state = self._mode = None
-        if self._file is not None:
-            self._file.close()
-            self._file = self._writer = None
+        self._writer = None
 
 
 def _keep_rows(path: Path, resumed_from: dict[str, Any] | None) -> int:

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import warnings
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from composer.core.hparams import hparams_for
-from composer.core.logging.logger import Logger, LogLevel
-from composer.core.state import State
+from composer.core.logging.logger import LogLevel
 from composer.core.time import Time, Timestamp
-from composer.loggers.buffered_destination import BufferedDestination
-from composer.loggers.log_path import check_writable, fill_log_path
+from composer.loggers.file_destination import FileDestination, rewrite_atomically, warn_if_short
 from composer.loggers.log_value import format_record
 from composer.loggers.record_buffer import Record
 
@@ -23,7 +20,7 @@ _FORMATS = ("text", "jsonl")
 _ALIASES = {"json": "jsonl"}  # the file is JSON lines either way: one object per line
 
 
-class FileLogger(BufferedDestination):
+class FileLogger(FileDestination):
     """Writes logged values to a file, as text lines or as JSON lines.
 
     A text line reads ``[BATCH][epoch=0 batch=3]: loss/train: 1.0986`` (what :class:`ConsoleLogger` prints). A JSON
@@ -62,6 +59,8 @@ class FileLogger(BufferedDestination):
         [0, 1]
     """
 
+    count_key = "lines"
+
     def __init__(
         self,
         filename: str | os.PathLike[str],
@@ -72,9 +71,7 @@ class FileLogger(BufferedDestination):
         flush_interval: int = 100,
         overwrite: bool = False,
     ) -> None:
-        super().__init__(log_level, log_interval, flush_interval)
-        self._pattern = str(filename)
-        self.filename = check_writable(filename, "filename", is_dir=False)
+        super().__init__(filename, log_level, log_interval, flush_interval, overwrite)
         if format is None:
             format = "jsonl" if self.filename.suffix in (".jsonl", ".json") else "text"
         format = _ALIASES.get(format, format)
@@ -84,81 +81,25 @@ class FileLogger(BufferedDestination):
                 "to choose from the file's suffix."
             )
         self.format = format
-        self.overwrite = overwrite
-        self._file: IO[str] | None = None
-        self._started = False  # between INIT and close: records are written (the file is opened at the first)
-        self._state: State | None = None
-        self._mode: str | None = None  # how the file is opened, once fresh-or-resumed is settled: "w", "x" or "a"
-        self._lines = 0  # lines of this run's record in the file (what a checkpoint saves)
 
-    def init(self, state: State, logger: Logger) -> None:
-        del logger
-        if self._started:
-            return  # a second Trainer built with the same logger keeps appending
-        self.filename = fill_log_path(self._pattern, state, "filename")
-        Path(self.filename).parent.mkdir(parents=True, exist_ok=True)
-        self._state = state
-        self._started = True
-
-    def fit_start(self, state: State, logger: Logger) -> None:
-        del logger
-        if self._started and self._mode is None:
-            self._settle(state)
-
-    def _settle(self, state: State | None) -> None:
-        """Decides, once the checkpoint (if any) is loaded, whether this run starts the file or continues it."""
-        resuming = self.resumed_from is not None or (state is not None and int(state.timer.batch) > 0)
-        if resuming:
-            self._lines = keep_lines(self.filename, self.resumed_from, "filename")
-        self._mode = open_mode(self.filename, self.overwrite, resuming)
-
-    def resume_state(self) -> dict[str, Any]:
-        return {"lines": self._lines}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        super().load_state_dict(state)
-        self._lines = int(state.get("lines", 0))  # until the file is settled at FIT_START (what it really holds)
-
-    def _open(self) -> IO[str]:
-        if self._mode is None:
-            self._settle(self._state)
-        assert self._mode is not None
-        try:
-            return open(self.filename, self._mode, encoding="utf-8", newline="")
-        except OSError as error:
-            raise ValueError(
-                f"filename={str(self.filename)!r} cannot be opened for writing ({error}); choose another path."
-            ) from error
+    def keep_records(self, path: Path, resumed_from: dict[str, Any] | None) -> int:
+        return keep_lines(path, resumed_from, "filename")
 
     def write(self, records: list[Record]) -> None:
-        if not self._started:
+        if self._state is None:
             return  # logged before INIT or after close: nowhere to write
-        if self._file is None:
-            self._file = self._open()
+        file = self._file or self.open_file(self._state)
         if self.format == "text":
             lines = [format_record(r.timestamp, r.log_level, r.data) for r in records]
         else:
             lines = [json.dumps(_json_record(r)) for r in records]
         text = "\n".join(lines) + "\n"
-        self._file.write(text)
-        self._lines += text.count("\n")
+        file.write(text)
+        self._count += text.count("\n")
 
     def log_text(self, timestamp: Timestamp, log_level: LogLevel, name: str, text: str) -> None:
         """Writes ``text`` as the value of ``name`` (a JSON string in a ``.jsonl`` file), in logging order."""
         self.log_metric(timestamp, log_level, {name: text})
-
-    def flush(self) -> None:
-        super().flush()
-        if self._file is not None:
-            self._file.flush()
-
-    def close(self, state: State, logger: Logger) -> None:
-        super().close(state, logger)
-        self._started = False
-        self._mode = None
-        if self._file is not None:
-            self._file.close()
-            self._file = None
 
 
 def keep_lines(path: Path, resumed_from: dict[str, Any] | None, argument: str) -> int:
@@ -180,43 +121,6 @@ def keep_lines(path: Path, resumed_from: dict[str, Any] | None, argument: str) -
             rewrite_atomically(path, kept)
     warn_if_short(argument, path, found, wanted, "lines")
     return found
-
-
-def open_mode(path: Path, overwrite: bool, resuming: bool) -> str:
-    """The mode a file destination opens ``path`` in: ``'a'`` to continue a resumed run, else ``'w'``/``'x'``.
-
-    Raises:
-        ValueError: If a fresh run would replace an existing file without ``overwrite``.
-    """
-    if resuming:
-        return "a"
-    if path.exists() and not overwrite:
-        raise ValueError(
-            f"filename={str(path)!r} already exists and this run starts fresh (no checkpoint was loaded); pass "
-            "overwrite=True to replace it, choose a new name, or resume the run that wrote it (autoresume=True with "
-            "its save_folder and run_name)."
-        )
-    return "w" if overwrite else "x"
-
-
-def warn_if_short(argument: str, path: Path, found: int, wanted: int | None, unit: str) -> None:
-    """Warns when a resumed file holds fewer records (``unit``) than the checkpoint counted."""
-    if wanted is not None and found < wanted:
-        warnings.warn(
-            f"{argument}={str(path)!r} holds {found} {unit}, but the checkpoint this run resumes from was saved after "
-            f"{wanted}; the missing ones are not written again. The run continues the file from here.",
-            stacklevel=4,
-        )
-
-
-def rewrite_atomically(path: Path, text: str) -> None:
-    """Replaces ``path``'s content with ``text`` through a temporary file in the same folder and a rename."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temporary, "w", encoding="utf-8", newline="") as file:
-        file.write(text)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, path)
 
 
 def _json_record(record: Record) -> dict[str, Any]:
