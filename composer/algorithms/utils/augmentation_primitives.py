@@ -160,6 +160,12 @@ def _apply_table(img: Image.Image, table: np.ndarray) -> Image.Image:
     return Image.fromarray(np.ascontiguousarray(table.T).ravel()[pixels + _CHANNEL_OFFSETS])
 
 
+def _apply_columns(img: Image.Image, columns: list[np.ndarray]) -> Image.Image:
+    # One (256,) lookup table per channel of `img` (one for 'L', three for 'RGB'), clipped to [0, 255].
+    table = np.clip(np.stack(columns, axis=1), 0, 255).astype(np.uint8)  # (256, C)
+    return _apply_table(img, table[:, 0] if img.mode == "L" else table)
+
+
 # ---- kernels: (img, level, u_magnitude, u_sign) -> img ----------------------------------------------------------------
 
 
@@ -172,8 +178,7 @@ def _autocontrast(img: Image.Image, level: float, u: float, u_sign: float) -> Im
     columns = []
     for low, high in channels:
         columns.append(values if high <= low else (values - low) * 255 // (high - low))
-    table = np.clip(np.stack(columns, axis=1), 0, 255).astype(np.uint8)  # (256, C)
-    return _apply_table(img, table[:, 0] if img.mode == "L" else table)
+    return _apply_columns(img, columns)
 
 
 def _equalize(img: Image.Image, level: float, u: float, u_sign: float) -> Image.Image:
@@ -189,8 +194,7 @@ def _equalize(img: Image.Image, level: float, u: float, u_sign: float) -> Image.
         else:
             before = np.concatenate(([0], np.cumsum(histogram)[:-1]))  # pixels strictly below each value
             columns.append((step // 2 + before) // step)
-    table = np.clip(np.stack(columns, axis=1), 0, 255).astype(np.uint8)  # (256, C)
-    return _apply_table(img, table[:, 0] if img.mode == "L" else table)
+    return _apply_columns(img, columns)
 
 
 def _posterize(img: Image.Image, level: float, u: float, u_sign: float) -> Image.Image:
