@@ -49,18 +49,17 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 from pydantic import StrictInt
 
-from composer.callbacks import CALLBACK_HPARAMS
 from composer.config.config_error import ConfigError
 from composer.config.datasets import DatasetHparams
 from composer.config.field_checks import bool_number_problems, type_problems, value_problems
 from composer.config.from_model import fill_from_model
+from composer.config.kinds import KINDS, ONE_OF, SETS
 from composer.config.models import ModelHparams
 from composer.config.recipe_schema import check_registered, in_recipe_order, key_problems, one_entry, set_entries
-from composer.config.registry import ALGORITHM_HPARAMS, DATASETS, MODELS
+from composer.config.registry import MODELS, REGISTRIES
 from composer.core.hparams import Hparams, derive_fields
-from composer.loggers import LOGGER_HPARAMS
-from composer.optim.optimizer_hparams import OPTIMIZERS, OptimizerHparams
-from composer.optim.scheduler import SCHEDULERS, SchedulerHparams
+from composer.optim.optimizer_hparams import OptimizerHparams
+from composer.optim.scheduler import SchedulerHparams
 from composer.trainer import Trainer
 from composer.trainer.arguments import ArgumentError
 
@@ -68,22 +67,10 @@ __all__ = ["TrainerHparams"]
 
 _T = TypeVar("_T")
 
-# Field -> (registry, the noun an error message uses) for fields that pick one class ...
-_ONE_OF: dict[str, tuple[Mapping[str, type[Hparams]], str]] = {
-    "model": (MODELS, "model"),
-    "train_dataset": (DATASETS, "dataset"),
-    "eval_dataset": (DATASETS, "dataset"),
-    "optimizer": (OPTIMIZERS, "optimizer"),
-}
-
-
-# ... and for fields that hold several.
-_SETS: dict[str, tuple[Mapping[str, type[Hparams]], str]] = {
-    "algorithms": (ALGORITHM_HPARAMS, "algorithm"),
-    "schedulers": (SCHEDULERS, "scheduler"),
-    "callbacks": (CALLBACK_HPARAMS, "callback"),
-    "loggers": (LOGGER_HPARAMS, "logger"),
-}
+# Field -> (its registry, the noun an error message uses), for the fields that pick one entry and those that hold several.
+_ONE_OF = {field: (REGISTRIES[kind], KINDS[kind].noun) for field, kind in ONE_OF.items()}
+_SETS = {field: (REGISTRIES[kind], KINDS[kind].noun) for field, kind in SETS.items()}
+_BUILT = ("train_dataloader", "eval_dataloader", "optimizers")  # the Trainer's arguments built from other keys
 
 
 def _build_entry(path: str, name: str, fields: Any, registry: Mapping[str, type[Hparams]], noun: str) -> Hparams:
@@ -92,8 +79,8 @@ def _build_entry(path: str, name: str, fields: Any, registry: Mapping[str, type[
     config_class = registry[name]
     if fields is None:
         fields = {}
+    valid = [f.name for f in dataclasses.fields(config_class)]  # type: ignore[arg-type]
     if not isinstance(fields, Mapping):
-        valid = [f.name for f in dataclasses.fields(config_class)]  # type: ignore[arg-type]
         raise ConfigError(
             path,
             f"expected a mapping of {config_class.__name__} fields {valid} (or nothing, for the defaults), got "
@@ -101,7 +88,6 @@ def _build_entry(path: str, name: str, fields: Any, registry: Mapping[str, type[
         )
     problems = bool_number_problems(config_class, fields)
     if problems:  # the checks of the values would see the bools as 0 and 1: report them, and unknown keys
-        valid = [f.name for f in dataclasses.fields(config_class)]  # type: ignore[arg-type]
         unknown = [key for key in fields if key not in valid]
         if unknown:
             problems.append(f"unknown key(s) {unknown}; the valid keys are {valid}")
@@ -183,7 +169,7 @@ def _build(path: str, make: Callable[[], _T]) -> _T:
 
 @derive_fields(
     Trainer,
-    exclude=("train_dataloader", "eval_dataloader", "optimizers"),  # built from other keys
+    exclude=_BUILT,
     first=(  # literal, for the torch-free view: the written fields, with max_duration and seed where they were
         "model",
         "train_dataset",
@@ -310,8 +296,7 @@ class TrainerHparams(Hparams):
         """
         namespace = {"__module__": trainer_class.__module__, "__qualname__": f"{trainer_class.__name__}Hparams"}
         config_class = type(f"{trainer_class.__name__}Hparams", (cls,), namespace)
-        exclude = ("train_dataloader", "eval_dataloader", "optimizers")  # built from other keys, as above
-        return derive_fields(trainer_class, exclude=exclude, strict=True)(config_class)
+        return derive_fields(trainer_class, exclude=_BUILT, strict=True)(config_class)
 
     def to_dict(self) -> dict[str, Any]:
         """Returns the recipe as plain values in the YAML form (registry names as keys), so ``from_dict`` reads it.

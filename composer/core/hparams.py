@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar, cast, dataclass_
 
 import pydantic
 import pydantic.dataclasses
+import typing_extensions
 
 from composer._docstrings import args_section
 
@@ -62,6 +63,7 @@ __all__ = [
 
 _T = TypeVar("_T")
 _H = TypeVar("_H", bound="Hparams")
+_B = typing_extensions.TypeVar("_B", bound="Hparams", default="DerivedHparams")  # hparams_for's class: with its base
 
 # Extra keys are an error (a typo in a YAML file must not pass silently); assignment is validated like construction;
 # fields may hold arbitrary classes (a torch dtype, a Time) that pydantic checks with isinstance.
@@ -305,45 +307,17 @@ class DerivedHparams(Hparams):
         return functools.partial(target, **self.arguments())
 
 
-@typing.overload
 def hparams_for(
     target: Callable[..., Any],
     *,
     name: str | None = None,
     module: str | None = None,
-    base: None = None,
+    base: type[_B] | None = None,
     exclude: Iterable[str] = (),
     defaults: Mapping[str, Any] | None = None,
     first: Sequence[str] = (),
     summary: str | None = None,
-) -> type[DerivedHparams]: ...
-
-
-@typing.overload
-def hparams_for(
-    target: Callable[..., Any],
-    *,
-    name: str | None = None,
-    module: str | None = None,
-    base: type[_H],
-    exclude: Iterable[str] = (),
-    defaults: Mapping[str, Any] | None = None,
-    first: Sequence[str] = (),
-    summary: str | None = None,
-) -> type[_H]: ...
-
-
-def hparams_for(
-    target: Callable[..., Any],
-    *,
-    name: str | None = None,
-    module: str | None = None,
-    base: type[Hparams] | None = None,
-    exclude: Iterable[str] = (),
-    defaults: Mapping[str, Any] | None = None,
-    first: Sequence[str] = (),
-    summary: str | None = None,
-) -> type[Hparams]:
+) -> type[_B]:
     """Derives a config class from ``target``'s signature and docstring: one field per argument a recipe can give.
 
     Each argument becomes a field of the same name and order, with its annotation, default and ``Args:`` line
