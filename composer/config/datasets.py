@@ -20,11 +20,10 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-import torch
-from torch.utils.data import DataLoader, Dataset
-
 from composer.core.data_spec import DataSpec
-from composer.core.hparams import Hparams, hparams
+from composer.core.hparams import Hparams, derive_fields, hparams
+from composer.datasets.hf_dataset import HFDataset, check_hf_arguments
+from composer.datasets.loader import split_dataloader
 
 __all__ = [
     "DATASETS",
@@ -32,32 +31,13 @@ __all__ = [
     "CIFAR100Hparams",
     "DatasetHparams",
     "DigitsHparams",
+    "HFDatasetHparams",
     "ImageFolderHparams",
     "PythonDocsHparams",
     "SyntheticClassificationHparams",
     "SyntheticTokensHparams",
     "TextFilesHparams",
 ]
-
-
-def _loader(
-    dataset: Dataset[Any],
-    batch_size: int,
-    train: bool,
-    seed: int,
-    num_workers: int,
-    collate_fn: Callable[[list[Any]], Any] | None = None,
-) -> DataLoader[Any]:
-    """Training: shuffled by a seeded generator, last partial batch dropped; evaluation: in order, every sample."""
-    return DataLoader(
-        dataset,
-        batch_size=batch_size,
-        shuffle=train,
-        drop_last=train and len(dataset) >= batch_size,  # type: ignore[arg-type]
-        num_workers=num_workers,
-        generator=torch.Generator().manual_seed(seed) if train else None,
-        collate_fn=collate_fn,
-    )
 
 
 def _masking(
@@ -165,7 +145,7 @@ class SyntheticClassificationHparams(DatasetHparams):
             seed=self.data_seed if train else self.data_seed + 1,
             label_seed=self.label_seed,
         )
-        return DataSpec(_loader(dataset, batch_size, train, seed, self.num_workers))
+        return DataSpec(split_dataloader(dataset, batch_size, train, seed, self.num_workers))
 
     def synthetic(self, num_samples: int = 16) -> DatasetHparams:
         """This dataset with ``num_samples`` samples."""
@@ -215,7 +195,7 @@ class SyntheticTokensHparams(DatasetHparams):
         data_seed = self.data_seed if train else self.data_seed + 1
         dataset = SyntheticTokenDataset(self.num_samples, self.seq_len, self.vocab_size, seed=data_seed)
         collate_fn = _masking(self, self.vocab_size, train, seed)
-        return DataSpec(_loader(dataset, batch_size, train, seed, self.num_workers, collate_fn))
+        return DataSpec(split_dataloader(dataset, batch_size, train, seed, self.num_workers, collate_fn))
 
     def synthetic(self, num_samples: int = 16) -> DatasetHparams:
         """This dataset with ``num_samples`` samples."""
@@ -251,7 +231,7 @@ class DigitsHparams(DatasetHparams):
         from composer.datasets import digits_datasets
 
         train_set, eval_set = digits_datasets(image_size=self.image_size, split_seed=self.split_seed)
-        return DataSpec(_loader(train_set if train else eval_set, batch_size, train, seed, self.num_workers))
+        return DataSpec(split_dataloader(train_set if train else eval_set, batch_size, train, seed, self.num_workers))
 
     def synthetic(self, num_samples: int = 16) -> DatasetHparams:
         """Gaussian images of the same shape, 10 classes."""
@@ -405,7 +385,7 @@ class PythonDocsHparams(DatasetHparams):
         tokenizer = load_tokenizer(self.tokenizer)
         dataset = python_docs_dataset("train" if train else "validation", self.seq_len, tokenizer)
         collate_fn = text_collator(tokenizer, self.mlm_probability, self.mask_token_id, train, seed)
-        return DataSpec(_loader(dataset, batch_size, train, seed, self.num_workers, collate_fn))
+        return DataSpec(split_dataloader(dataset, batch_size, train, seed, self.num_workers, collate_fn))
 
     def synthetic(self, num_samples: int = 16) -> DatasetHparams:
         """Random byte sequences of the same length (masked the same way)."""
@@ -473,6 +453,33 @@ class TextFilesHparams(DatasetHparams):
         return _byte_stand_in(self, num_samples)
 
 
+@derive_fields(HFDataset)
+class HFDatasetHparams(DatasetHparams):
+    """Your own parquet, JSON lines, CSV or arrow files through Hugging Face ``datasets``, read offline (:class:`~composer.datasets.hf_dataset.HFDataset`).
+
+    Text (``text_column``, with a ``tokenizer``) or images (``image_column`` and ``label_column``).
+    """
+
+    sample_fields: ClassVar[tuple[str, ...]] = ("seq_len", "image_column")
+    label_fields: ClassVar[tuple[str, ...]] = ("label_column", "tokenizer")
+
+    def validate(self) -> None:
+        """The checks that need no data (the data is read by :meth:`initialize_object`)."""
+        fields = ("text_column", "image_column", "label_column", "seq_len", "holdout", "mlm_probability", "num_workers")
+        check_hf_arguments(*(getattr(self, name) for name in fields))
+
+    def initialize_object(self, batch_size: int, train: bool, seed: int = 0) -> DataSpec:
+        """Reads the split and returns its loader (the rest or the held-out part, with ``holdout``)."""
+        data = HFDataset(**{field.name: getattr(self, field.name) for field in dataclasses.fields(self)})
+        return DataSpec(data.dataloader(batch_size, train, seed))
+
+    def synthetic(self, num_samples: int = 16) -> DatasetHparams:
+        """Random byte sequences of the same length, for text."""
+        if getattr(self, "text_column", None) is None:
+            return super().synthetic(num_samples)
+        return SyntheticTokensHparams(num_samples=num_samples, seq_len=getattr(self, "seq_len"))  # noqa: B009
+
+
 def _byte_stand_in(config: Any, num_samples: int) -> DatasetHparams:
     """Random byte sequences with a byte-text config's length and masking: its synthetic stand-in."""
     return SyntheticTokensHparams(
@@ -493,6 +500,7 @@ DATASETS: dict[str, type[DatasetHparams]] = {
     "image_folder": ImageFolderHparams,
     "python_docs": PythonDocsHparams,
     "text_files": TextFilesHparams,
+    "hf_dataset": HFDatasetHparams,
 }
 """The dataset registry: each name a recipe's ``train_dataset:`` and ``eval_dataset:`` may use, mapped to its config
 class."""

@@ -8,8 +8,10 @@ synthetic datasets convert each sample to float in their ``transform`` (:class:`
 
 from composer.datasets.cifar import CIFARDataset, cifar_dataloader, load_cifar
 from composer.datasets.digits import digits_dataloaders, digits_datasets
+from composer.datasets.hf_dataset import HFDataset
 from composer.datasets.image_dataset import ImageTensorDataset
 from composer.datasets.image_folder import image_folder_dataloader
+from composer.datasets.loader import split_dataloader
 from composer.datasets.masking import (
     BYTE_MASK_TOKEN_ID,
     MASKED_BYTE_VOCAB_SIZE,
@@ -34,5 +36,5 @@ __all__ = ["SyntheticClassificationDataset", "SyntheticTokenDataset", "digits_da
 __all__ += ["ByteTextDataset", "byte_unigram_entropy", "load_python_docs", "python_docs_dataloaders"]
 __all__ += ["TokenTextDataset", "load_tokenizer", "pack_documents", "text_file_dataloader", "train_bpe_tokenizer"]
 __all__ += ["BYTE_MASK_TOKEN_ID", "MASKED_BYTE_VOCAB_SIZE", "MaskingCollator", "mask_token_id_of", "mask_tokens"]
-__all__ += ["ImageTensorDataset", "ToNormalizedTensor"]
+__all__ += ["HFDataset", "ImageTensorDataset", "ToNormalizedTensor", "split_dataloader"]
 __all__ += ["CIFARDataset", "Normalize", "cifar_dataloader", "digits_datasets", "image_folder_dataloader", "load_cifar"]

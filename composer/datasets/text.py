@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from composer.datasets.loader import split_dataloader
 from composer.datasets.masking import BYTE_MASK_TOKEN_ID, MaskingCollator
 from composer.datasets.tokenizer import ByteTokenizer, Tokenizer, load_tokenizer
 
@@ -393,28 +394,6 @@ def text_collator(
     )
 
 
-def _loader(
-    dataset: TokenTextDataset,
-    batch_size: int,
-    shuffle: bool,
-    seed: int,
-    num_workers: int,
-    collate_fn: MaskingCollator | None = None,
-) -> DataLoader[dict[str, torch.Tensor]]:
-    _check_positive_int("batch_size", batch_size)
-    if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
-        raise ValueError(f"num_workers must be a non-negative int, got {num_workers!r}.")
-    return DataLoader(
-        dataset,
-        batch_size=batch_size,
-        shuffle=shuffle,
-        drop_last=shuffle and len(dataset) >= batch_size,  # equal training batches; evaluation keeps every sample
-        num_workers=num_workers,
-        generator=torch.Generator().manual_seed(seed) if shuffle else None,
-        collate_fn=collate_fn,
-    )
-
-
 def python_docs_dataloaders(
     seq_len: int = 128,
     batch_size: int = 32,
@@ -474,8 +453,8 @@ def python_docs_dataloaders(
     train_collate = text_collator(tokens, mlm_probability, mask_token_id, shuffle=True, seed=seed)
     eval_collate = text_collator(tokens, mlm_probability, mask_token_id, shuffle=False, seed=seed)
     return (
-        _loader(train_set, batch_size, shuffle=True, seed=seed, num_workers=num_workers, collate_fn=train_collate),
-        _loader(eval_set, eval_batch_size, shuffle=False, seed=seed, num_workers=num_workers, collate_fn=eval_collate),
+        split_dataloader(train_set, batch_size, True, seed, num_workers, train_collate),
+        split_dataloader(eval_set, eval_batch_size, False, seed, num_workers, eval_collate),
     )
 
 
@@ -524,4 +503,4 @@ def text_file_dataloader(
     tokens = load_tokenizer(tokenizer)
     collate_fn = text_collator(tokens, mlm_probability, mask_token_id, shuffle, seed)
     dataset = tokenized_text(_read_files(paths), seq_len, tokens)
-    return _loader(dataset, batch_size, shuffle, seed, num_workers, collate_fn)
+    return split_dataloader(dataset, batch_size, shuffle, seed, num_workers, collate_fn)

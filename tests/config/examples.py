@@ -31,6 +31,9 @@ def example_fields(kind: str, name: str, tmp_path: Path) -> dict[str, Any]:
     if kind == "datasets" and name == "text_files":
         (tmp_path / "text.txt").write_text("Some text to model, byte by byte. " * 20)
         return {"paths": [str(tmp_path / "text.txt")], "seq_len": 16}
+    if kind == "datasets" and name == "hf_dataset":
+        (tmp_path / "rows.jsonl").write_text('{"text": "Some text to model, byte by byte."}\n' * 20)
+        return {"path": str(tmp_path / "rows.jsonl"), "text_column": "text", "seq_len": 16, "cache_dir": str(tmp_path)}
     if kind == "loggers" and name in ("csv", "file"):
         return {"filename": str(tmp_path / f"log.{name}")}
     examples: dict[tuple[str, str], dict[str, Any]] = {
