@@ -14,9 +14,10 @@ from typing import Any
 
 from composer.core.algorithm import evaluated_weights
 from composer.core.state import State
-from composer.utils.checkpoint.one_file import restore_one_file, save_one_file
+from composer.utils.checkpoint.contents import own_rank_states, weights_only_error, without_rank_states
+from composer.utils.checkpoint.one_file import load_one_file, save_one_file
 from composer.utils.checkpoint.reading import read_checkpoint_file
-from composer.utils.checkpoint.sharded import read_sharded_checkpoint, restore_sharded, save_sharded_checkpoint
+from composer.utils.checkpoint.sharded import load_sharded_checkpoint, read_sharded_checkpoint, save_sharded_checkpoint
 
 __all__ = ["load_checkpoint", "read_checkpoint", "restore_checkpoint", "save_checkpoint"]
 
@@ -172,5 +173,13 @@ def restore_checkpoint(
     Raises:
         CheckpointError: If a full restore is asked of a checkpoint that holds only weights.
     """
-    restore = restore_sharded if checkpoint["metadata"].get("sharded", False) else restore_one_file
-    restore(state, checkpoint, weights_only=weights_only, strict=strict, ignore_keys=ignore_keys, path=path)
+    if checkpoint["metadata"].get("weights_only", False) and not weights_only:
+        raise weights_only_error(path)
+    if checkpoint["metadata"].get("sharded", False):  # a collective
+        rest = load_sharded_checkpoint(
+            state, checkpoint, path, weights_only=weights_only, strict=strict, ignore_keys=ignore_keys
+        )
+    else:
+        rest = load_one_file(state, checkpoint, weights_only=weights_only, strict=strict, ignore_keys=ignore_keys)
+    if not weights_only:
+        state.load_state_dict({**without_rank_states(rest), **own_rank_states(rest.get("rank_states"), state, path)})

@@ -19,9 +19,6 @@ from composer.utils.checkpoint.contents import (
     check_plain,
     checkpoint_info,
     gather_rank_states,
-    own_rank_states,
-    weights_only_error,
-    without_rank_states,
 )
 from composer.utils.checkpoint.errors import CheckpointError
 from composer.utils.checkpoint.full_state import (
@@ -33,7 +30,7 @@ from composer.utils.checkpoint.full_state import (
 from composer.utils.checkpoint.local_io import FORMAT_VERSION, atomic_write, write_safetensors, write_torch
 from composer.utils.checkpoint.state_dicts import load_model_state
 
-__all__ = ["restore_one_file", "save_one_file"]
+__all__ = ["load_one_file", "save_one_file"]
 
 
 def save_one_file(
@@ -67,27 +64,16 @@ def save_one_file(
     return path
 
 
-def restore_one_file(
-    state: State,
-    checkpoint: Mapping[str, Any],
-    *,
-    weights_only: bool,
-    strict: bool,
-    ignore_keys: Sequence[str],
-    path: Any,
-) -> None:
-    """Restores a one-file checkpoint (as read back) into ``state``; see
-    :func:`~composer.utils.checkpoint.restore_checkpoint`.
-
-    Raises:
-        CheckpointError: If a full restore is asked of a checkpoint that holds only weights.
-    """
+def load_one_file(
+    state: State, checkpoint: Mapping[str, Any], *, weights_only: bool, strict: bool, ignore_keys: Sequence[str]
+) -> dict[str, Any]:
+    """Loads a one-file checkpoint's weights (as read back) into ``state``'s model; returns the rest of its state for
+    :meth:`State.load_state_dict` (empty with ``weights_only``), with whole optimizer states cut to this rank's
+    shards for a model sharded with FSDP. See :func:`~composer.utils.checkpoint.restore_checkpoint`."""
     saved = checkpoint["state"]
-    if checkpoint["metadata"].get("weights_only", False) and not weights_only:
-        raise weights_only_error(path)
     load_model_state(state.model, saved["model"], strict=strict, ignore_keys=ignore_keys)
     if weights_only:
-        return
+        return {}
     rest = {key: value for key, value in saved.items() if key != "model"}
     if "optimizers" in rest and is_sharded(state.model) and len(rest["optimizers"]) == len(state.optimizers):
         # Whole optimizer states (from an unsharded or a full FSDP checkpoint) cut to this rank's shards; a count
@@ -95,7 +81,7 @@ def restore_one_file(
         rest["optimizers"] = [
             shard_optimizer_state(optimizer, saved) for optimizer, saved in zip(state.optimizers, rest["optimizers"])
         ]
-    state.load_state_dict({**without_rank_states(rest), **own_rank_states(saved.get("rank_states"), state, path)})
+    return rest
 
 
 def _gather_sharded_state(state: State, weights_only: bool) -> dict[str, Any] | None:

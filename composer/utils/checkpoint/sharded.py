@@ -29,7 +29,7 @@ import logging
 import os
 import shutil
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +42,6 @@ from composer.utils.checkpoint.contents import (
     check_plain,
     checkpoint_info,
     gather_rank_states,
-    own_rank_states,
-    weights_only_error,
-    without_rank_states,
 )
 from composer.utils.checkpoint.entry_paths import entry_path
 from composer.utils.checkpoint.errors import CheckpointError, NonFiniteWeightsError
@@ -67,7 +64,6 @@ __all__ = [
     "convert_sharded_to_full",
     "load_sharded_checkpoint",
     "read_sharded_checkpoint",
-    "restore_sharded",
     "save_sharded_checkpoint",
 ]
 
@@ -103,9 +99,6 @@ def save_sharded_checkpoint(
         ValueError: If the model is not sharded with FSDP.
         NonFiniteWeightsError: With ``check_finite``, if a weight holds a NaN or an infinity (on every rank).
     """
-    from torch.distributed.checkpoint.filesystem import FileSystemWriter
-    from torch.distributed.checkpoint.state_dict_saver import save
-
     path = Path(path)
     if not is_sharded(state.model):
         raise ValueError(
@@ -118,6 +111,23 @@ def save_sharded_checkpoint(
     tensors, layout = _flatten({"model": model_state})
     optimizers_rest = [] if weights_only else _split_optimizers(state, tensors, layout)
     rank_states = None if weights_only else gather_rank_states(state)
+    tmp, digests = _write_shards(state, path, tensors)
+    failure: BaseException | None = None
+    if state.rank == 0:
+        # composer.pt's content is built inside the write's guard: a failure there reaches every rank too.
+        rest = (weights_only, metadata, optimizers_rest, rank_states, layout, digests)
+        failure = _write_state_file(path, tmp, lambda: _state_file(state, *rest))
+    _raise_on_every_rank_if(failure, state, path)
+    if state.rank != 0 and dist.get_local_rank() == 0 and tmp.is_dir():
+        _replace_folder(tmp, path)  # a node that does not share rank 0's disk: its copy holds its ranks' shards
+    return path
+
+
+def _write_shards(state: State, path: Path, tensors: dict[str, torch.Tensor]) -> tuple[Path, dict[str, str]]:
+    """Every rank writes its shards of ``tensors`` into the checkpoint's temporary folder (a collective); returns the
+    folder and the SHA-256 of every rank's shard files. On a failure the folder is removed and every rank raises."""
+    from torch.distributed.checkpoint.filesystem import FileSystemWriter
+    from torch.distributed.checkpoint.state_dict_saver import save
 
     # The name is rank 0's, the folder each rank's own: on nodes that share no disk, each writes its shards into its
     # own copy of the folder (DCP creates it), and that node's first rank renames it into place.
@@ -136,26 +146,48 @@ def save_sharded_checkpoint(
         if full is not None:
             raise full from e
         raise
-    failure: BaseException | None = None
-    if state.rank == 0:
-        try:
-            content = {} if weights_only else state.state_dict()
-            content = {k: v for k, v in content.items() if k not in ("model", "optimizers")}
-            if not weights_only:
-                content["optimizers"] = optimizers_rest
-            if rank_states is not None:
-                content["rank_states"] = rank_states
-            info = {**checkpoint_info(weights_only, metadata), "sharded": True, "world_size": state.world_size}
-            payload = {"format_version": FORMAT_VERSION, "metadata": info, "state": content}
-            payload.update(tensors=layout, files=digests)
-            check_plain(payload, "checkpoint")
-            atomic_write(tmp / STATE_FILE, lambda file: write_torch(payload, file))
-            after_fsync(path)  # the whole folder is on disk, not yet renamed: a seam for tests
-            _replace_folder(tmp, path)
-        except BaseException as e:
-            failure = disk_full_error(path, e, tmp) or e  # naming the checkpoint's folder, not its temporary one
-            shutil.rmtree(tmp, ignore_errors=True)
-    # Every rank returns once the folder is in place, or raises if rank 0 could not put it there.
+    return tmp, digests
+
+
+def _state_file(
+    state: State,
+    weights_only: bool,
+    metadata: Mapping[str, Any] | None,
+    optimizers_rest: list[dict[str, Any]],
+    rank_states: list[dict[str, Any]] | None,
+    layout: dict[str, Any],
+    digests: dict[str, str],
+) -> dict[str, Any]:
+    """What ``composer.pt`` holds: the state but its tensors, their layout, and the shard files' digests."""
+    content = {} if weights_only else state.state_dict()
+    content = {k: v for k, v in content.items() if k not in ("model", "optimizers")}
+    if not weights_only:
+        content["optimizers"] = optimizers_rest
+    if rank_states is not None:
+        content["rank_states"] = rank_states
+    info = {**checkpoint_info(weights_only, metadata), "sharded": True, "world_size": state.world_size}
+    return {"format_version": FORMAT_VERSION, "metadata": info, "state": content, "tensors": layout, "files": digests}
+
+
+def _write_state_file(path: Path, tmp: Path, payload: Callable[[], dict[str, Any]]) -> BaseException | None:
+    """Rank 0 writes ``composer.pt`` (``payload()``) into the folder of shards ``tmp`` and renames the folder into
+    place at ``path``; returns what went wrong (the folder removed), or None."""
+    try:
+        content = payload()
+        check_plain(content, "checkpoint")
+        atomic_write(tmp / STATE_FILE, lambda file: write_torch(content, file))
+        after_fsync(path)  # the whole folder is on disk, not yet renamed: a seam for tests
+        _replace_folder(tmp, path)
+    except BaseException as e:
+        failure = disk_full_error(path, e, tmp) or e  # naming the checkpoint's folder, not its temporary one
+        shutil.rmtree(tmp, ignore_errors=True)
+        return failure
+    return None
+
+
+def _raise_on_every_rank_if(failure: BaseException | None, state: State, path: Path) -> None:
+    """Every rank returns once the folder is in place, or raises if rank 0 (whose ``failure`` it is) could not put
+    it there."""
     message = None if failure is None else f"{type(failure).__name__}: {failure}"
     if state.world_size > 1:
         message = dist.broadcast_object_list([message])[0]
@@ -163,9 +195,6 @@ def save_sharded_checkpoint(
         raise failure
     if message is not None:
         raise CheckpointError(f"Rank 0 could not write the sharded checkpoint {path}: {message}")
-    if state.rank != 0 and dist.get_local_rank() == 0 and tmp.is_dir():
-        _replace_folder(tmp, path)  # a node that does not share rank 0's disk: its copy holds its ranks' shards
-    return path
 
 
 def _split_optimizers(state: State, tensors: dict[str, torch.Tensor], layout: dict[str, Any]) -> list[dict[str, Any]]:
@@ -271,11 +300,11 @@ def read_sharded_checkpoint(path: str | os.PathLike[str], *, verify: bool = True
     path = Path(path)
     state_file = path / STATE_FILE
     if not state_file.is_file():
-        raise CheckpointError(
-            f"{path} is an incomplete sharded checkpoint: it has no {STATE_FILE}, which is written once every rank "
-            "has written its shards. Use an older checkpoint (autoresume falls back to one by itself).",
-            reason=f"an incomplete sharded checkpoint (no {STATE_FILE})",
+        problem = (
+            f"{path} is an incomplete sharded checkpoint: it has no {STATE_FILE}, which is written once every rank has "
+            "written its shards"
         )
+        raise _unusable(problem, f"an incomplete sharded checkpoint (no {STATE_FILE})")
     payload = read_checkpoint_file(entry_path(path, STATE_FILE, source=f"the sharded checkpoint {path}"), verify=verify)
     if (
         not isinstance(payload.get("metadata"), dict)
@@ -290,19 +319,22 @@ def read_sharded_checkpoint(path: str | os.PathLike[str], *, verify: bool = True
     for name, expected in payload["files"].items():
         shard = path / name
         if not shard.is_file():
-            raise CheckpointError(
-                f"{path} is missing its shard file {name}: the checkpoint is incomplete. Use an older checkpoint "
-                "(autoresume falls back to one by itself), or copy the whole folder again.",
-                reason=f"missing its shard file {name}",
-            )
+            problem = f"{path} is missing its shard file {name}: the checkpoint is incomplete"
+            raise _unusable(problem, f"missing its shard file {name}", copy_again=True)
         if verify and _sha256(shard) != expected:
-            raise CheckpointError(
-                f"{shard} failed its checksum: the file is corrupt. Use an older checkpoint (autoresume falls back to "
-                "one by itself), or copy the whole folder again.",
-                reason=f"shard file {name} failed its checksum",
-            )
+            problem = f"{shard} failed its checksum: the file is corrupt"
+            raise _unusable(problem, f"shard file {name} failed its checksum", copy_again=True)
     read_index(path, payload)  # refused now (autoresume passes over it) rather than when the tensors are loaded
     return payload
+
+
+def _unusable(problem: str, reason: str, copy_again: bool = False) -> CheckpointError:
+    """The error for a sharded checkpoint that is incomplete or damaged (``problem`` names the file): an older one
+    serves instead, or (``copy_again``) the folder copied again."""
+    fix = "Use an older checkpoint (autoresume falls back to one by itself)"
+    return CheckpointError(
+        f"{problem}. {fix}{', or copy the whole folder again' if copy_again else ''}.", reason=reason
+    )
 
 
 def load_sharded_checkpoint(
@@ -363,31 +395,6 @@ def load_sharded_checkpoint(
     state_of_model = {key: targets[f"model/{key}"] for key in wanted}
     state.model.load_state_dict(state_of_model, strict=False)
     return rest
-
-
-def restore_sharded(
-    state: State,
-    checkpoint: Mapping[str, Any],
-    *,
-    weights_only: bool,
-    strict: bool,
-    ignore_keys: Sequence[str],
-    path: Any,
-) -> None:
-    """Restores the sharded checkpoint at ``path`` (``checkpoint``: :func:`read_sharded_checkpoint`'s) into
-    ``state``; see :func:`~composer.utils.checkpoint.restore_checkpoint`. A collective.
-
-    Raises:
-        CheckpointError: If a full restore is asked of a checkpoint that holds only weights, or see
-            :func:`load_sharded_checkpoint`.
-    """
-    if checkpoint["metadata"].get("weights_only", False) and not weights_only:
-        raise weights_only_error(path)
-    rest = load_sharded_checkpoint(
-        state, checkpoint, path, weights_only=weights_only, strict=strict, ignore_keys=ignore_keys
-    )
-    if not weights_only:
-        state.load_state_dict({**without_rank_states(rest), **own_rank_states(rest.get("rank_states"), state, path)})
 
 
 def _optimizer_targets(
