@@ -7,6 +7,8 @@ from composer import Trainer
 from composer.callbacks.checkpoint_saver import CheckpointSaver, CheckpointSaverHparams
 from composer.utils.checkpoint import read_checkpoint
 from tests.common import SimpleModel, make_dataloader
+from tests.trainer.checkpointing.runs import make_trainer
+from tests.utils.checkpoint.store_runs import options, remote_trainer
 
 
 def train(saver, max_duration="2ep", num_samples=16, **kwargs):
@@ -224,3 +226,72 @@ def test_state_dict_round_trip_uses_paths_relative_to_the_folder(tmp_path):
 def test_hparams_build_the_saver(tmp_path):
     saver = CheckpointSaverHparams.from_dict({"folder": str(tmp_path), "save_interval": "2ba"}).initialize_object()
     assert isinstance(saver, CheckpointSaver) and saver.latest_filename == "latest-rank{rank}.pt"
+
+
+# ---- through the Trainer's save_* arguments ----------------------------------------------------------------------
+
+
+def test_save_folder_run_name_interval_and_latest(tmp_path):
+    trainer = make_trainer(
+        save_folder=str(tmp_path / "{run_name}" / "checkpoints"),
+        run_name="exp1",
+        save_interval="2ba",
+        max_duration="6ba",
+    )
+    trainer.fit()
+    folder = tmp_path / "exp1" / "checkpoints"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "ep0-ba2-rank0.pt",
+        "ep0-ba4-rank0.pt",
+        "ep1-ba6-rank0.pt",  # the final state, saved once (not again as ep2-ba6 when the epoch ends)
+        "latest-rank0.pt",
+    ]
+    assert (folder / "latest-rank0.pt").resolve().name == "ep1-ba6-rank0.pt"
+    config = read_checkpoint(folder / "latest-rank0.pt")["metadata"]["config"]
+    assert config["run_name"] == "exp1" and config["seed"] == 0 and config["max_duration"] == "6ba"
+    assert config["model"] == "SimpleModel" and config["save_interval"] == "2ba"
+
+
+def test_save_num_checkpoints_to_keep_and_weights_only(tmp_path):
+    trainer = make_trainer(
+        save_folder=str(tmp_path), save_interval="1ba", save_num_checkpoints_to_keep=1, save_weights_only=True
+    )
+    trainer.fit()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ep0-ba4-rank0.pt", "latest-rank0.pt"]
+    assert set(read_checkpoint(tmp_path / "ep0-ba4-rank0.pt")["state"]) == {"model"}
+
+
+@pytest.mark.parametrize("keep", [1, 2])
+def test_save_num_checkpoints_to_keep_converges_after_a_kill_between_rename_and_pruning(tmp_path, monkeypatch, keep):
+    def run():
+        return make_trainer(
+            save_folder=str(tmp_path),
+            run_name="r",
+            save_interval="1ba",
+            save_num_checkpoints_to_keep=keep,
+            autoresume=True,
+            max_duration="2ep",
+        )
+
+    die_after_the_rename_of(3, monkeypatch)  # batch 3's checkpoint is in place; 'latest' and the pruning never happen
+    first = run()
+    with pytest.raises(Killed):
+        first.fit()
+    assert len(list(tmp_path.glob("ep*.pt"))) == keep + 1  # one too many, for now
+    monkeypatch.undo()
+    second = run()  # the same command again: resumes from batch 3 and finishes
+    assert second.checkpointing.loaded_path.name == "ep0-ba3-rank0.pt"
+    second.fit()
+    second.close()
+    expected = ["ep1-ba7-rank0.pt", "ep1-ba8-rank0.pt"][-keep:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [*expected, "latest-rank0.pt"]
+    assert (tmp_path / "latest-rank0.pt").resolve().name == "ep1-ba8-rank0.pt"
+
+
+def test_a_remote_folder_holding_checkpoints_is_refused_without_autoresume(s3_env, tmp_path):
+    bucket = s3_env.create_bucket()
+    first = remote_trainer(f"s3://{bucket}/ckpt", max_duration="1ep", storage_options=options(s3_env, tmp_path / "a"))
+    first.fit()
+    first.close()
+    with pytest.raises(ValueError, match=rf"s3://{bucket}/ckpt already holds checkpoints.*autoresume=True"):
+        remote_trainer(f"s3://{bucket}/ckpt", storage_options=options(s3_env, tmp_path / "b"))

@@ -241,6 +241,12 @@ def test_config_mistakes_say_what_to_change(fields, error, message):
     assert message in str(raised.value)
 
 
+def test_an_unknown_state_dict_type_names_the_choices():
+    with pytest.raises(ValueError, match=r"state_dict_type must be one of \['full', 'sharded'\], received 'local'"):
+        FSDPConfig(state_dict_type="local")
+    assert FSDPConfig.from_dict({"state_dict_type": "sharded"}).to_dict()["state_dict_type"] == "sharded"
+
+
 def test_preparing_without_a_process_group_says_how_to_launch():
     assert not torch_dist.is_initialized()
     with pytest.raises(RuntimeError, match="FSDP needs the torch.distributed process group.*torchrun --nproc_per_node"):

@@ -32,7 +32,7 @@ from composer.trainer.preemption import Preempted
 from composer.utils import dist
 from tests.distributed.test_fsdp_trainer import make_trainer, weights
 from tests.trainer import dist_worker as worker
-from tests.trainer.test_sharded_checkpoint import SHARDED
+from tests.utils.checkpoint.test_sharded import SHARDED
 
 CHECK_EVERY = 0.05  # seconds between the DDP runs' checks: with STEP_SLEEP, a check every few batches
 STEP_SLEEP = 0.02  # seconds each DDP batch sleeps, so that the check's interval is a few batches, not one

@@ -59,7 +59,7 @@ class RemoteCheckpointFolder:
         local_folder (str | Path): Where checkpoints are written before upload and downloaded to.
 
     The Trainer opens one for an ``s3://`` ``save_folder`` (:meth:`open`, which checks the store) and hands it to
-    its :class:`~composer.callbacks.CheckpointSaver`; ``tests/trainer/test_remote_checkpoints.py`` shows it at work
+    its :class:`~composer.callbacks.CheckpointSaver`; ``tests/utils/checkpoint/test_uploads.py`` shows it at work
     against a local S3 server.
     """
 

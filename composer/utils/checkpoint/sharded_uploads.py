@@ -65,7 +65,8 @@ class ShardedUploads(UploadQueue):
         on_upload_failure (str): ``'raise'`` or ``'keep_local'``.
 
     The :class:`~composer.utils.checkpoint.RemoteFolder` of sharded checkpoints (a CheckpointSaver's ``s3://``
-    ``save_folder``) makes one; ``tests/trainer/test_sharded_store_faults.py`` shows it on two nodes whose store goes down.
+    ``save_folder``) makes one; ``tests/utils/checkpoint/test_sharded_uploads.py`` shows it on two nodes whose store
+    goes down.
     """
 
     def _init_state(self) -> None:

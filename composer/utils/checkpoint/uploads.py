@@ -132,7 +132,7 @@ class CheckpointUploads(UploadQueue):
         on_upload_failure (str): ``'raise'`` or ``'keep_local'`` (see the module's docstring).
 
     The :class:`~composer.utils.checkpoint.RemoteFolder` of a CheckpointSaver's ``s3://`` ``save_folder`` makes one;
-    ``tests/trainer/test_store_faults.py`` shows both policies against a store that hangs.
+    ``tests/utils/checkpoint/test_uploads.py`` shows both policies against a store that hangs.
     """
 
     def _init_state(self) -> None:

@@ -1,9 +1,12 @@
 """composer.utils.checkpoint.folders: one interface (newest_first, open, commit, prune) wherever the folder lives."""
 
 import pytest
+import torch
 
 from composer.utils.checkpoint import LocalFolder, RemoteCheckpointFolder, RemoteFolder
 from composer.utils.object_store import ObjectStoreURL
+from tests.common import SimpleModel
+from tests.utils.checkpoint.store_runs import options, remote_trainer
 
 PATTERN = "ep{epoch}-ba{batch}.pt"
 
@@ -34,3 +37,38 @@ def test_commits_keep_the_newest_and_a_walk_opens_them_newest_first_wherever_the
     if where == "local":
         assert (folder.local_folder / "latest.pt").resolve().name == "ep0-ba2.pt"
     folder.close()
+
+
+def test_save_to_s3_then_load_path_s3_gives_the_same_weights(s3_env, tmp_path):
+    bucket = s3_env.create_bucket()
+    trainer = remote_trainer(
+        f"s3://{bucket}/ckpt/{{run_name}}",
+        run_name="round-trip",
+        save_interval="2ba",
+        save_num_checkpoints_to_keep=2,
+        storage_options=options(s3_env, tmp_path / "staging"),
+    )
+    trainer.fit()  # returns once every upload is complete
+    assert s3_env.keys(bucket) == ["ckpt/round-trip/ep1-ba6-rank0.pt", "ckpt/round-trip/ep1-ba8-rank0.pt"]
+    # Locally only the newest uploaded checkpoint stays: the store holds the run's checkpoints.
+    assert [p.name for p in (tmp_path / "staging").iterdir()] == ["ep1-ba8-rank0.pt"]
+    trainer.close()
+
+    loaded = SimpleModel()
+    remote_trainer(
+        model=loaded,
+        load_path=f"s3://{bucket}/ckpt/round-trip/ep1-ba8-rank0.pt",
+        storage_options=options(s3_env, tmp_path / "elsewhere"),
+    ).close()
+    for a, b in zip(trainer.state.model.parameters(), loaded.parameters()):
+        assert torch.equal(a, b)
+    # A folder as load_path: its newest checkpoint.
+    from_folder = SimpleModel()
+    folder_trainer = remote_trainer(
+        model=from_folder,
+        load_path=f"s3://{bucket}/ckpt/round-trip",
+        storage_options=options(s3_env, tmp_path / "third"),
+    )
+    assert folder_trainer.checkpointing.loaded_path.name == "ep1-ba8-rank0.pt"
+    assert int(folder_trainer.state.timer.batch) == 8
+    folder_trainer.close()

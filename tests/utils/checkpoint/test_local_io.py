@@ -1,9 +1,12 @@
 """composer.utils.checkpoint.local_io: atomic writes under faults, and the 'latest' link."""
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import pytest
@@ -15,9 +18,12 @@ from composer.utils.checkpoint import (
     read_checkpoint,
     save_checkpoint,
 )
+from tests.distributed.launch import _env
 from tests.utils.checkpoint.states import trained_state
 
 REPO = Path(__file__).resolve().parents[3]
+DISK_WORKER = REPO / "tests" / "utils" / "checkpoint" / "disk_full_worker.py"
+UNSHARE = ["unshare", "--user", "--map-root-user", "--mount"]
 
 
 # ---- atomic writes and fault injection ---------------------------------------------------------------------------
@@ -98,3 +104,68 @@ def test_the_latest_link_moves_atomically(tmp_path):
     link_latest(tmp_path / "latest", first)
     link_latest(tmp_path / "latest", second)
     assert (tmp_path / "latest").read_text() == "b" and os.readlink(tmp_path / "latest") == "b.pt"
+
+
+# ---- a full disk (DiskFullError) ----------------------------------------------------------------------------------
+
+
+def _can_mount_tmpfs(folder: Path) -> bool:
+    """Whether this machine lets the tests mount a tmpfs in namespaces of their own (Linux, unprivileged user
+    namespaces allowed; root in a container also passes)."""
+    if shutil.which("unshare") is None or shutil.which("mount") is None:
+        return False
+    folder.mkdir()
+    probe = subprocess.run(
+        [*UNSHARE, "mount", "-t", "tmpfs", "-o", "size=4096", "tmpfs", str(folder)], capture_output=True, timeout=30
+    )
+    return probe.returncode == 0
+
+
+@pytest.fixture(scope="module")
+def disk_full(tmp_path_factory) -> dict:
+    """What saving onto full disks raised, and what the disks held after (tests/utils/checkpoint/disk_full_worker.py).
+
+    The disks are real tmpfs mounts where the machine allows them (as on CI: same image, same user). Elsewhere the
+    worker emulates them by wrapping the files it opens, and this says so: the test is never skipped."""
+    folder = tmp_path_factory.mktemp("disk_full")
+    real = _can_mount_tmpfs(folder / "probe_mount")
+    command = [sys.executable, str(DISK_WORKER), "tmpfs" if real else "emulated", str(folder)]
+    if real:
+        command = [*UNSHARE, *command]
+    else:
+        warnings.warn(
+            "This machine does not allow mounting a tmpfs in a user namespace: the disk-full tests run on disks "
+            "emulated in Python (writes raise OSError(ENOSPC) once a folder is full).",
+            stacklevel=1,
+        )
+    done = subprocess.run(command, capture_output=True, text=True, env=_env(), cwd=REPO, timeout=180)
+    assert done.returncode == 0, done.stderr[-5000:]
+    return {"real": real, **json.loads((folder / "result.json").read_text()), "folder": folder}
+
+
+def _assert_says_disk_full(message: str, name: str, folder: Path) -> None:
+    assert f"Could not write the checkpoint {name} in {folder}: no space left on the device" in message, message
+    assert "To fix: free space on that disk, give save_folder a folder on a disk with more room" in message
+    assert "keep fewer checkpoints (save_num_checkpoints_to_keep)" in message
+    assert "Keeping N checkpoints needs room for N+1: each new one is written before the oldest is deleted" in message
+    assert "unexpected pos" not in message
+
+
+def test_a_full_disk_names_the_checkpoint_the_folder_and_the_fix_and_loses_nothing(disk_full):
+    # Room for 2.5 checkpoints, keeping 2: the third is written before the first is deleted, and does not fit.
+    run, folder = disk_full["one_file"], disk_full["folder"] / "one_file"
+    assert run["error"] == "DiskFullError"
+    _assert_says_disk_full(run["message"], "ep0-ba3-rank0.pt", folder)
+    # The temporary file is gone; the two checkpoints saved before, and the link to the newest, are intact.
+    assert run["names"] == ["ep0-ba1-rank0.pt", "ep0-ba2-rank0.pt", "latest-rank0.pt"]
+    assert run["readable"] == ["ep0-ba1-rank0.pt", "ep0-ba2-rank0.pt"]
+    assert run["latest"] == "ep0-ba2-rank0.pt"
+
+
+def test_a_full_disk_under_a_safetensors_or_sharded_save_says_so_and_leaves_nothing(disk_full):
+    for kind in ("safetensors", "sharded"):
+        run, folder = disk_full[kind], disk_full["folder"] / kind
+        name = "ep0-ba1-rank0.safetensors" if kind == "safetensors" else "ep0-ba1"  # a sharded one is a folder
+        assert run["error"] == "DiskFullError", (kind, run["message"])
+        _assert_says_disk_full(run["message"], name, folder)
+        assert run["names"] == [], (kind, run["names"])  # no temporary file or folder is left

@@ -31,7 +31,7 @@ from composer.utils.object_store import S3ObjectStore
 from tests.distributed import launch
 from tests.distributed.test_fsdp_trainer import assert_close, assert_equal, fsdp_trainer
 from tests.trainer import dist_worker as worker
-from tests.trainer.test_sharded_checkpoint import SHARDED, resume_on_one_rank
+from tests.utils.checkpoint.test_sharded import SHARDED, resume_on_one_rank
 
 pytest.importorskip("moto.server", reason="needs moto[server] (the dev extra)")
 

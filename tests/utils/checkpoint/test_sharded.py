@@ -22,7 +22,7 @@ import torch
 import torch.distributed as torch_dist
 
 from composer.cli.__main__ import main as composer_main
-from composer.distributed.fsdp import FSDPConfig, full_model_state_dict
+from composer.distributed.fsdp import full_model_state_dict
 from composer.trainer import Trainer
 from composer.utils import dist
 from composer.utils.checkpoint import CheckpointError, convert_sharded_to_full, read_checkpoint
@@ -296,13 +296,7 @@ def test_damaged_shards_are_refused(job, tmp_path):
     (copy / "composer.pt").unlink()
     with pytest.raises(CheckpointError, match=r"an incomplete sharded checkpoint"):
         read_checkpoint(copy)
-    # Crafted folders (a pickle in the index, bytes items, names out of the folder): tests/utils/checkpoint/test_crafted_checkpoints.py
-
-
-def test_an_unknown_state_dict_type_names_the_choices():
-    with pytest.raises(ValueError, match=r"state_dict_type must be one of \['full', 'sharded'\], received 'local'"):
-        FSDPConfig(state_dict_type="local")
-    assert FSDPConfig.from_dict({"state_dict_type": "sharded"}).to_dict()["state_dict_type"] == "sharded"
+    # Crafted folders (a pickle in the index, bytes items, names out of the folder): test_sharded_index.py
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
-"""Saves through the Trainer onto disks too small for the checkpoints; run by tests/trainer/test_checkpoint_errors.py.
+"""Saves through the Trainer onto disks too small for the checkpoints; run by tests/utils/checkpoint/test_local_io.py.
 
-Usage: ``python tests/trainer/disk_full_worker.py <tmpfs|emulated> <folder>``. With ``tmpfs`` the process runs in
-user and mount namespaces of its own (the test starts it under ``unshare --user --map-root-user --mount``) and each
-disk is a real tmpfs of a few hundred KiB mounted under ``<folder>``: the kernel itself refuses the write that does
+Usage: ``python tests/utils/checkpoint/disk_full_worker.py <tmpfs|emulated> <folder>``. With ``tmpfs`` the process
+runs in user and mount namespaces of its own (the test starts it under ``unshare --user --map-root-user --mount``) and
+each disk is a real tmpfs of a few hundred KiB mounted under ``<folder>``: the kernel itself refuses the write that does
 not fit (``ENOSPC``). ``emulated`` is for machines that do not allow those namespaces: every file opened for writing
 under a disk's folder is wrapped, and a write raises ``OSError(ENOSPC)`` once the files there would exceed the
 disk's size (the lowest seam Python code can reach). Three disks, one per kind of save:

@@ -37,7 +37,7 @@ from tests.common.store_proxy import StoreProxy
 from tests.distributed import launch
 from tests.distributed.test_fsdp_trainer import assert_equal, fsdp_trainer
 from tests.trainer import dist_worker as worker
-from tests.trainer.test_sharded_checkpoint import SHARDED
+from tests.utils.checkpoint.test_sharded import SHARDED
 
 pytest.importorskip("moto.server", reason="needs moto[server] (the dev extra)")
 

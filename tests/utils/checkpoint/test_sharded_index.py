@@ -40,7 +40,7 @@ from composer.utils.checkpoint.local_io import atomic_write, write_torch
 from composer.utils.checkpoint.remote_folder import SHA256_METADATA_KEY
 from tests.distributed.test_fsdp_trainer import make_trainer, one_rank_loader
 from tests.trainer import dist_worker as worker
-from tests.trainer.test_sharded_checkpoint import SHARDED
+from tests.utils.checkpoint.test_sharded import SHARDED
 
 NAME = "ep0-ba2"  # the sharded checkpoint's folder (the default name of batch 2)
 WEIGHT = "model/module.0.weight"  # a tensor of the layout: (16, 8), float32, in __0_0.distcp
