@@ -1,211 +1,77 @@
-"""Sharded FSDP checkpoints in an S3-compatible store that goes down, on two "nodes" whose local folders differ.
-
-One job of two torchrun launchers (``--nnodes 2``, one gloo CPU rank each, each its node's first rank) runs this file
-as its script (``main``, at the bottom). Each rank reaches the store (moto on loopback) through a
-tests.common.store_proxy in its own process, and both make it hang after the same batch, so the store goes down for
-the whole job. Each node has its own local folder: node 1's holds rank 1's shards only, node 0's the rest. With
-``on_upload_failure='keep_local'``:
-
-* ``outage``: the store hangs after batch 5 and answers again after batch 11; training goes on with one warning, each
-  node keeps the newest 2 checkpoints not uploaded (and the newest one the store has); once the store answers they
-  are uploaded, and the run ends (batch 14) with the store holding the newest 2, complete. Fresh machines (empty
-  local folders) then resume from the store, bitwise;
-* ``lost``: the store hangs after batch 7 and stays down to the end of the run (batch 12): the store holds batches 2
-  and 4, the local folders batch 12, split between the nodes. The rerun on the same machines (the store back)
-  resumes from batch 12: the ranks agree on it, upload their shards, rank 0 commits it, each node downloads what it
-  lacks. It ends bitwise equal to the ``outage`` run, whose training no outage changed.
-"""
+"""composer.utils.checkpoint.sharded_uploads: every rank uploads its own shards, rank 0 commits the checkpoint, and
+``on_upload_failure='keep_local'`` trains through an outage, on two "nodes" whose local folders differ (the jobs:
+sharded_store_job.py and sharded_outage_job.py, run once a session by the fixtures of this folder's conftest.py)."""
 
 from __future__ import annotations
 
-import os
-import sys
-import warnings
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 import torch
 
-from composer import Callback, Trainer
-from composer.callbacks import CheckpointSaver
-from composer.distributed.fsdp import full_model_state_dict
-from composer.utils import dist
-from composer.utils.object_store import S3ObjectStore
-from tests.common.store_proxy import StoreProxy
-from tests.distributed import launch
-from tests.distributed.test_fsdp_trainer import assert_equal, fsdp_trainer
-from tests.trainer import dist_worker as worker
-from tests.utils.checkpoint.test_sharded import SHARDED
+from tests.distributed.test_fsdp_trainer import assert_equal
+from tests.utils.checkpoint.sharded_store_job import COMPLETED_BEFORE, SHARD_FILES, finish, start_job
 
 pytest.importorskip("moto.server", reason="needs moto[server] (the dev extra)")
 
-BUDGET = 2.0  # retry_budget, in seconds: an upload to the hung store fails after about 1 s
-SHARD_FILES = [".metadata", "__0_0.distcp", "__1_0.distcp", "composer.pt"]
 
-
-# ---- the 2-node job (each rank runs this) ----------------------------------------------------------------------------
-
-
-class At(Callback):
-    """At the end of the given batches: waits until this rank's uploads are done, then calls the action."""
-
-    def __init__(self, actions: dict[int, Callable[[], object]]) -> None:
-        self.actions = actions
-
-    def batch_end(self, state, logger):
-        action = self.actions.get(int(state.timer.batch))
-        if action is not None:
-            for callback in state.callbacks:
-                if isinstance(callback, CheckpointSaver):
-                    callback.destination.wait()
-            action()
-
-
-def trainer(folder: Path, endpoint: str, bucket: str, run: str, local: str, seed: int, **kwargs: Any) -> Trainer:
-    options = {"endpoint_url": endpoint, "retry_budget": BUDGET, "local_folder": str(folder / local)}
-    return fsdp_trainer(
-        worker.make_model(seed=seed),
-        fsdp_config=SHARDED,
-        save_folder=f"s3://{bucket}/{run}",
-        run_name=run,
-        save_interval="2ba",
-        save_num_checkpoints_to_keep=2,
-        storage_options=options,
-        on_upload_failure="keep_local",
-        **kwargs,
-    )
-
-
-def local_copies(folder: Path) -> dict[str, list[str]]:
-    return {p.name: sorted(f.name for f in p.iterdir()) for p in sorted(folder.glob("ep*-ba*"))}
-
-
-def store_keys(endpoint: str, bucket: str, prefix: str) -> list[str]:
-    store = S3ObjectStore(bucket, {"endpoint_url": endpoint})
-    return sorted(info.key for info in store.list_objects(prefix))
-
-
-def run_outage(folder: Path, endpoint: str, bucket: str, out: dict[str, Any]) -> None:
-    rank, node = dist.get_global_rank(), dist.get_node_rank()
-    proxy = StoreProxy(endpoint).start()
-    local = folder / f"node{node}" / "outage"
-    actions = {
-        3: lambda: None,  # batch 2's shards are uploaded: the save of batch 4 commits it
-        5: lambda: setattr(proxy, "mode", "hang"),  # batch 2 is complete in the store, batch 4's shards are there
-        7: lambda: None,  # the uploads of batch 6 have failed: the save of batch 8 finds the store down
-        11: lambda: (out.update(during_outage=local_copies(local)), setattr(proxy, "mode", "forward")),
-    }
-    run = trainer(
-        folder,
-        proxy.endpoint_url,
-        bucket,
-        "outage",
-        f"node{node}/outage",
-        rank,
-        callbacks=[At(actions)],
-        max_duration="14ba",
-    )
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        run.fit()
-    run.close()
-    proxy.stop()
-    out["warnings"] = [str(w.message) for w in caught if "keep_local" in str(w.message)]
-    out["final"] = full_model_state_dict(run.state.model)
-    out["after_outage"] = local_copies(local)
-    fresh = trainer(folder, endpoint, bucket, "outage", f"fresh{node}", 100 + rank, autoresume=True)
-    out["fresh_loaded"], out["fresh_at"] = str(fresh.checkpointing.loaded_path), int(fresh.state.timer.batch)
-    out["fresh"] = full_model_state_dict(fresh.state.model)
-    fresh.close()
-
-
-def run_lost(folder: Path, endpoint: str, bucket: str, out: dict[str, Any]) -> None:
-    rank, node = dist.get_global_rank(), dist.get_node_rank()
-    proxy = StoreProxy(endpoint).start()
-    hang = At({3: lambda: None, 5: lambda: None, 7: lambda: setattr(proxy, "mode", "hang")})
-    first = trainer(folder, proxy.endpoint_url, bucket, "lost", f"node{node}/lost", rank, callbacks=[hang])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the outage's
-        first.fit()  # 12 batches
-    first.close()
-    proxy.stop()
-    out["lost_store"] = store_keys(endpoint, bucket, "lost/")
-    out["lost_local"] = local_copies(folder / f"node{node}" / "lost")
-    rerun = trainer(
-        folder, endpoint, bucket, "lost", f"node{node}/lost", 200 + rank, autoresume=True, max_duration="14ba"
-    )
-    out["rerun_loaded"], out["rerun_at"] = str(rerun.checkpointing.loaded_path), int(rerun.state.timer.batch)
-    out["rerun_local"] = local_copies(folder / f"node{node}" / "lost")
-    rerun.fit()
-    out["rerun"] = full_model_state_dict(rerun.state.model)
-    rerun.close()
-
-
-def main() -> None:
-    scenario, folder, endpoint, bucket = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.argv[4]
-    assert scenario == "faults", scenario
-    out: dict[str, Any] = {}
-    run_outage(folder, endpoint, bucket, out)
-    run_lost(folder, endpoint, bucket, out)
-    torch.save(out, folder / f"faults{dist.get_global_rank()}.pt")
-    worker.end_job()
-
-
-# ---- the tests ---------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def job(s3_server, tmp_path_factory) -> dict[Any, Any]:
-    folder = tmp_path_factory.mktemp("sharded_faults")
-    bucket = s3_server.create_bucket()
-    args = [s3_server.endpoint_url, bucket]
-    nodes = launch.torchrun_nodes("faults", folder, Path(__file__), args, s3_server.environment())
-    if any(node.returncode != 0 for node in nodes):
-        pytest.fail("The 2-node job failed:\n" + "\n".join(n.stdout[-3000:] + n.stderr[-6000:] for n in nodes))
-    results = {rank: torch.load(folder / f"faults{rank}.pt", weights_only=False) for rank in (0, 1)}
-    return {"folder": folder, "bucket": bucket, "server": s3_server, **results}
+@pytest.mark.dist
+def test_each_rank_uploads_its_shards_and_the_store_keeps_the_newest_two(sharded_store_job):
+    keys = sharded_store_job["server"].keys(sharded_store_job["bucket"], "plain/")
+    assert keys == [f"plain/{name}/{file}" for name in ("ep1-ba12", "ep1-ba8") for file in SHARD_FILES]
+    # Each node's local folder keeps the newest checkpoint; node 1's holds its own shard only (no shared disk).
+    assert sorted(p.name for p in (sharded_store_job["folder"] / "node0" / "plain").iterdir() if p.is_dir()) == [
+        "ep1-ba12"
+    ]
+    assert sorted(p.name for p in (sharded_store_job["folder"] / "node1" / "plain" / "ep1-ba12").iterdir()) == [
+        "__1_0.distcp"
+    ]
 
 
 @pytest.mark.dist
-def test_keep_local_trains_through_an_outage_keeps_the_newest_locally_then_uploads_them(job):
-    server, bucket = job["server"], job["bucket"]
-    assert len(job[0]["warnings"]) == 1 and job[1]["warnings"] == [], job[0]["warnings"]
-    assert "did not answer" in job[0]["warnings"][0], job[0]["warnings"][0]
+def test_sigkill_inside_a_shard_upload_then_autoresume_on_fresh_machines_is_bitwise_equal(sharded_store_job, tmp_path):
+    server, bucket = sharded_store_job["server"], sharded_store_job["bucket"]
+    outputs = finish(start_job("killed", server, tmp_path, bucket))
+    assert not (tmp_path / "killed1.pt").exists(), "rank 1 was not killed:\n" + outputs[1][-4000:]
+    assert "SIGKILL" in outputs[1] or "Signals.SIGKILL" in outputs[1] or "-9" in outputs[1], outputs[1][-4000:]
+    # Batch 8's checkpoint never completed: no composer.pt, so it does not count.
+    assert COMPLETED_BEFORE in server.keys(bucket, "killed/")
+    assert "killed/ep1-ba8/composer.pt" not in server.keys(bucket, "killed/")
+
+    processes = start_job("resume_killed", server, tmp_path, bucket)
+    outputs = finish(processes)
+    assert [p.returncode for p in processes] == [0, 0], "\n".join(o[-6000:] for o in outputs)
+    resumed = {r: torch.load(tmp_path / f"resume_killed{r}.pt", weights_only=False) for r in (0, 1)}
+    for rank in (0, 1):  # each node downloaded the newest complete checkpoint into its own empty folder
+        assert Path(resumed[rank]["loaded"]).name == "ep0-ba4" and resumed[rank]["at"] == 4
+        assert Path(resumed[rank]["loaded"]).parent.name == f"resumed{rank}"
+    assert_equal(resumed[0]["final"], sharded_store_job[0]["plain"])  # the full state is gathered on rank 0
+
+
+@pytest.mark.dist
+def test_keep_local_trains_through_an_outage_keeps_the_newest_locally_then_uploads_them(sharded_outage_job):
+    server, bucket = sharded_outage_job["server"], sharded_outage_job["bucket"]
+    assert len(sharded_outage_job[0]["warnings"]) == 1 and sharded_outage_job[1]["warnings"] == [], sharded_outage_job[
+        0
+    ]["warnings"]
+    assert "did not answer" in sharded_outage_job[0]["warnings"][0], sharded_outage_job[0]["warnings"][0]
     # While the store hung (after batch 11), each node held the newest checkpoint the store had (batch 2) and the
     # newest 2 it lacked; node 1 only rank 1's shard of each.
     names = ["ep0-ba2", "ep1-ba10", "ep1-ba8"]
-    assert job[0]["during_outage"] == {name: [".metadata", "__0_0.distcp", "composer.pt"] for name in names}
-    assert job[1]["during_outage"] == {name: ["__1_0.distcp"] for name in names}
+    assert sharded_outage_job[0]["during_outage"] == {
+        name: [".metadata", "__0_0.distcp", "composer.pt"] for name in names
+    }
+    assert sharded_outage_job[1]["during_outage"] == {name: ["__1_0.distcp"] for name in names}
     # Once it answered: the newest 2, complete; nothing else (batch 4's shards, uploaded before the hang, went too).
     keys = server.keys(bucket, "outage/")
     assert keys == [f"outage/{name}/{file}" for name in ("ep1-ba12", "ep2-ba14") for file in SHARD_FILES]
-    assert list(job[0]["after_outage"]) == ["ep2-ba14"] and list(job[1]["after_outage"]) == ["ep2-ba14"]
+    assert list(sharded_outage_job[0]["after_outage"]) == ["ep2-ba14"] and list(
+        sharded_outage_job[1]["after_outage"]
+    ) == ["ep2-ba14"]
     # Fresh machines resume from the store, bitwise.
     for rank in (0, 1):
-        assert Path(job[rank]["fresh_loaded"]).name == "ep2-ba14" and job[rank]["fresh_at"] == 14
-    assert_equal(job[0]["fresh"], job[0]["final"])
-
-
-@pytest.mark.dist
-def test_a_rerun_resumes_from_the_newest_checkpoint_split_across_the_local_folders_and_uploads_it(job):
-    server, bucket = job["server"], job["bucket"]
-    shards_of_6 = ["lost/ep0-ba6/__0_0.distcp", "lost/ep0-ba6/__1_0.distcp"]  # its commit never came
-    complete = [f"lost/{name}/{file}" for name in ("ep0-ba2", "ep0-ba4") for file in SHARD_FILES]
-    assert job[0]["lost_store"] == complete + shards_of_6
-    own = {0: [".metadata", "__0_0.distcp", "composer.pt"], 1: ["__1_0.distcp"]}
-    for rank in (0, 1):
-        assert job[rank]["lost_local"] == {name: own[rank] for name in ("ep0-ba4", "ep1-ba10", "ep1-ba12")}
-        # The ranks agreed on batch 12, held only by the local folders, and each node downloaded what it lacked.
-        assert job[rank]["rerun_loaded"] == str(job["folder"] / f"node{rank}" / "lost" / "ep1-ba12")
-        assert job[rank]["rerun_at"] == 12
-        assert job[rank]["rerun_local"]["ep1-ba12"] == SHARD_FILES
-    assert_equal(job[0]["rerun"], job[0]["final"])
-    keys = server.keys(bucket, "lost/")
-    assert keys == [f"lost/{name}/{file}" for name in ("ep1-ba12", "ep2-ba14") for file in SHARD_FILES]
-
-
-if __name__ == "__main__":
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    main()
+        assert (
+            Path(sharded_outage_job[rank]["fresh_loaded"]).name == "ep2-ba14"
+            and sharded_outage_job[rank]["fresh_at"] == 14
+        )
+    assert_equal(sharded_outage_job[0]["fresh"], sharded_outage_job[0]["final"])
