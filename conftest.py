@@ -6,25 +6,14 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
-def _doctest_objects(request: pytest.FixtureRequest) -> None:
-    """Fresh objects for the doctests of docstrings: model, train_dataloader, eval_dataloader, optimizer, state.
+def _doctest_seed(request: pytest.FixtureRequest) -> None:
+    """Every doctest of a docstring starts from ``torch.manual_seed(0)``, so the numbers it prints are reproducible.
 
-    A method card (an algorithm's ``README.md``) gets none of them: its examples must run as a reader pastes them,
-    building their own model and data from the library's public ones.
+    Nothing else is given to them: each example builds the model, data and state it uses, as a reader pastes it
+    (a method card, an algorithm's ``README.md``, is not even seeded).
     """
     if not isinstance(request.node, pytest.DoctestItem) or request.node.path.name == "README.md":
         return
     import torch
 
-    from composer.core.state import State
-    from tests.common import SimpleModel, make_dataloader
-
     torch.manual_seed(0)
-    model = SimpleModel()
-    request.getfixturevalue("doctest_namespace").update(
-        model=model,
-        train_dataloader=make_dataloader(num_samples=16, seed=0),
-        eval_dataloader=make_dataloader(num_samples=8, seed=1),
-        optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-        state=State(model=model, max_duration="1ep", steps_per_epoch=4),
-    )

@@ -143,12 +143,17 @@ class ActivationMonitor(Callback):
         >>> from composer.loggers import InMemoryLogger
         >>> memory = InMemoryLogger()
         >>> monitor = ActivationMonitor(interval="2ba", module_types=["Linear"])
+        >>> import torch
+        >>> from composer.datasets import SyntheticClassificationDataset
+        >>> from composer.models import MLP, ComposerClassifier
+        >>> model = ComposerClassifier(MLP(in_features=8, hidden=(16,), num_classes=3), num_classes=3)
+        >>> train_dataloader = torch.utils.data.DataLoader(SyntheticClassificationDataset(16, 8, 3), batch_size=4)
         >>> trainer = Trainer(model=model, train_dataloader=train_dataloader, max_duration="4ba",
         ...                   callbacks=[monitor], loggers=[memory], progress_bar=False)
         >>> trainer.fit()
         >>> sorted(key for key in memory.data if key.startswith("activations/max/"))
-        ['activations/max/module.0', 'activations/max/module.2']
-        >>> memory.steps("activations/max/module.0")
+        ['activations/max/module.net.1', 'activations/max/module.net.3']
+        >>> memory.steps("activations/max/module.net.1")
         [0, 2]
         >>> trainer.close()
     """

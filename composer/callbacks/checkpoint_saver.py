@@ -38,9 +38,8 @@ SaveInterval = str | Time[Any] | int | Callable[..., bool]
 class CheckpointSaver(Callback):
     """Saves the training state at an interval, atomically, keeping the newest ``num_checkpoints_to_keep``.
 
-    A checkpoint is written at ``BATCH_CHECKPOINT`` or ``EPOCH_CHECKPOINT`` when ``save_interval`` says so and at the
-    run's end (by rank 0); then ``latest`` points at it and the oldest beyond the number to keep go. The Trainer adds
-    one for ``save_folder``; the guide "Checkpoints, autoresume and crash safety" tells how failures are handled.
+    Rank 0 writes one at ``BATCH_CHECKPOINT`` or ``EPOCH_CHECKPOINT`` when ``save_interval`` says so and at the end;
+    then ``latest`` points at it and the oldest beyond the number to keep go. The Trainer adds one for ``save_folder``.
 
     Args:
         folder (str): Where checkpoints go; ``{run_name}`` is filled in. Default: ``'checkpoints'``.
@@ -67,10 +66,11 @@ class CheckpointSaver(Callback):
         saved_checkpoints (list[Path]): The checkpoints this saver wrote that still exist, oldest first.
 
     Example:
-        >>> import tempfile, composer
+        >>> import tempfile, composer, torch
         >>> saver = CheckpointSaver(folder=tempfile.mkdtemp(), save_interval="2ba", num_checkpoints_to_keep=1)
-        >>> trainer = composer.Trainer(model=model, train_dataloader=train_dataloader, max_duration="4ba",
-        ...                            callbacks=[saver])
+        >>> batches = [(torch.randn(4, 8), torch.randint(0, 3, (4,)))] * 4  # any iterable of batches
+        >>> trainer = composer.Trainer(model=composer.ComposerClassifier(torch.nn.Linear(8, 3), num_classes=3),
+        ...                            train_dataloader=batches, max_duration="4ba", callbacks=[saver])
         >>> trainer.fit()
         >>> [p.name for p in saver.saved_checkpoints]
         ['ep0-ba4-rank0.pt']

@@ -32,6 +32,11 @@ class EarlyStopper(MetricStopper):
     Example:
         >>> import torch
         >>> from composer import Trainer
+        >>> from composer.datasets import SyntheticClassificationDataset
+        >>> from composer.models import MLP, ComposerClassifier
+        >>> model = ComposerClassifier(MLP(in_features=8, hidden=(16,), num_classes=3), num_classes=3)
+        >>> train_dataloader = torch.utils.data.DataLoader(SyntheticClassificationDataset(16, 8, 3), batch_size=4)
+        >>> eval_dataloader = torch.utils.data.DataLoader(SyntheticClassificationDataset(8, 8, 3, seed=1), batch_size=4)
         >>> frozen = torch.optim.SGD(model.parameters(), lr=0.0)  # the accuracy never improves
         >>> trainer = Trainer(model=model, train_dataloader=train_dataloader, eval_dataloader=eval_dataloader,
         ...                   max_duration="20ep", optimizers=frozen, progress_bar=False,

@@ -30,6 +30,10 @@ class LRMonitor(Callback):
         >>> from composer.loggers import InMemoryLogger
         >>> from composer.optim import linear_scheduler
         >>> memory = InMemoryLogger()
+        >>> from composer.datasets import SyntheticClassificationDataset
+        >>> from composer.models import MLP, ComposerClassifier
+        >>> model = ComposerClassifier(MLP(in_features=8, hidden=(16,), num_classes=3), num_classes=3)
+        >>> train_dataloader = torch.utils.data.DataLoader(SyntheticClassificationDataset(16, 8, 3), batch_size=4)
         >>> trainer = Trainer(model=model, train_dataloader=train_dataloader, max_duration="4ba",
         ...                   optimizers=torch.optim.SGD(model.parameters(), lr=1.0), schedulers=linear_scheduler,
         ...                   callbacks=[LRMonitor()], loggers=[memory], progress_bar=False)

@@ -54,6 +54,10 @@ class NaNMonitor(Callback):
     Example:
         >>> import torch
         >>> from composer import Trainer
+        >>> from composer.datasets import SyntheticClassificationDataset
+        >>> from composer.models import MLP, ComposerClassifier
+        >>> model = ComposerClassifier(MLP(in_features=8, hidden=(16,), num_classes=3), num_classes=3)
+        >>> train_dataloader = torch.utils.data.DataLoader(SyntheticClassificationDataset(16, 8, 3), batch_size=4)
         >>> trainer = Trainer(model=model, train_dataloader=train_dataloader, max_duration="2ba",
         ...                   optimizers=torch.optim.SGD(model.parameters(), lr=float("inf")),
         ...                   callbacks=[NaNMonitor()], progress_bar=False)
@@ -109,6 +113,9 @@ class DeferredNaNMonitor(Callback):
 
     Example:
         >>> monitor = DeferredNaNMonitor()
+        >>> import torch
+        >>> from composer.core import State
+        >>> state = State(model=torch.nn.Linear(8, 3), max_duration="1ep", steps_per_epoch=4)
         >>> state.loss = torch.tensor(float("inf"))
         >>> state.timer.on_batch_complete()  # at BATCH_END, batch 0 is complete
         >>> monitor.batch_end(state, logger=None)  # kept on the device, unread

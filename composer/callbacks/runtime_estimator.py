@@ -135,6 +135,11 @@ class RuntimeEstimator(Callback):
         >>> from composer import Trainer
         >>> from composer.loggers import InMemoryLogger
         >>> memory = InMemoryLogger()
+        >>> import torch
+        >>> from composer.datasets import SyntheticClassificationDataset
+        >>> from composer.models import MLP, ComposerClassifier
+        >>> model = ComposerClassifier(MLP(in_features=8, hidden=(16,), num_classes=3), num_classes=3)
+        >>> train_dataloader = torch.utils.data.DataLoader(SyntheticClassificationDataset(16, 8, 3), batch_size=4)
         >>> trainer = Trainer(model=model, train_dataloader=train_dataloader, max_duration="4ba",
         ...                   callbacks=[RuntimeEstimator(skip_batches=1)], loggers=[memory], progress_bar=False)
         >>> trainer.fit()

@@ -30,8 +30,7 @@ class SpeedMonitor(Callback):
     * ``throughput/batches_per_sec``, ``throughput/samples_per_sec`` and, when the data counts tokens,
       ``throughput/tokens_per_sec``: over the last ``window_size`` batches;
     * ``time/train``: training seconds since the run began (carried over by checkpoints);
-    * ``time/remaining_estimate``: seconds left, ``time/train x (1 - f) / f`` for the fraction ``f`` of
-      ``max_duration`` done.
+    * ``time/remaining_estimate``: seconds left, ``time/train x (1 - f) / f`` for the fraction ``f`` of the run done.
 
     Every epoch (EPOCH level): ``time/epoch`` (training seconds of the epoch) and ``throughput/epoch/samples_per_sec``;
     after every evaluation: ``time/eval``.
@@ -46,11 +45,12 @@ class SpeedMonitor(Callback):
         window_size (int): Batches averaged for the throughput values.
 
     Example:
-        >>> from composer import Trainer
+        >>> import torch
+        >>> from composer import ComposerClassifier, Trainer
         >>> from composer.loggers import InMemoryLogger
-        >>> memory = InMemoryLogger()
-        >>> trainer = Trainer(model=model, train_dataloader=train_dataloader, max_duration="2ba",
-        ...                   callbacks=[SpeedMonitor(window_size=10)], loggers=[memory], progress_bar=False)
+        >>> memory, batches = InMemoryLogger(), [(torch.randn(4, 8), torch.randint(0, 3, (4,)))] * 2
+        >>> trainer = Trainer(model=ComposerClassifier(torch.nn.Linear(8, 3), num_classes=3), train_dataloader=batches,
+        ...                   max_duration="2ba", callbacks=[SpeedMonitor(window_size=10)], loggers=[memory], progress_bar=False)
         >>> trainer.fit()
         >>> memory.steps("throughput/samples_per_sec")
         [1, 2]

@@ -22,9 +22,13 @@ class ThresholdStopper(MetricStopper):
         mode (str, optional): ``'min'`` or ``'max'``; default: ``'min'`` for names that read as a loss or error.
 
     Example:
-        >>> from composer import Trainer
+        >>> import torch
+        >>> from composer import ComposerClassifier, Trainer
+        >>> from composer.datasets import SyntheticClassificationDataset
+        >>> model = ComposerClassifier(torch.nn.Linear(8, 3), num_classes=3)
+        >>> train_dataloader = torch.utils.data.DataLoader(SyntheticClassificationDataset(16, 8, 3), batch_size=4)
         >>> trainer = Trainer(model=model, train_dataloader=train_dataloader, max_duration="10ep",
-        ...                   optimizers=optimizer, progress_bar=False,
+        ...                   optimizers=torch.optim.SGD(model.parameters(), lr=0.1), progress_bar=False,
         ...                   callbacks=[ThresholdStopper("loss/train", threshold=100.0)])
         >>> trainer.fit()
         >>> int(trainer.state.timer.batch)  # the first loss is below 100: stop after the first batch

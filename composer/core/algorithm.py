@@ -33,6 +33,9 @@ class Algorithm(Serializable, ABC):
 
     Example:
         >>> from composer import Algorithm, Event, State, Logger
+        >>> import torch
+        >>> from composer.core import State
+        >>> state = State(model=torch.nn.Linear(8, 3), max_duration="1ep", steps_per_epoch=4)
         >>> class ShortenTraining(Algorithm):
         ...     def match(self, state: State, event: Event, logger: Logger) -> bool:
         ...         return event == Event.FIT_START
@@ -115,6 +118,9 @@ def evaluated_weights(state: State) -> Iterator[None]:
         state (State): The training state.
 
     Example:
+        >>> import torch
+        >>> from composer.core import State
+        >>> state = State(model=torch.nn.Linear(8, 3), max_duration="1ep", steps_per_epoch=4)
         >>> with evaluated_weights(state):
         ...     weights = state.model.state_dict()  # with EMA in state.algorithms: the average
     """

@@ -28,6 +28,16 @@ class Callback(Serializable, abc.ABC):
 
     Example:
         >>> from composer import Callback, Event, Trainer
+        >>> import torch
+        >>> from torch.utils.data import DataLoader
+        >>> from composer.core import State
+        >>> from composer.datasets import SyntheticClassificationDataset
+        >>> from composer.models import MLP, ComposerClassifier
+        >>> model = ComposerClassifier(MLP(in_features=8, hidden=(16,), num_classes=3), num_classes=3)
+        >>> train_dataloader = DataLoader(SyntheticClassificationDataset(16, shape=8, num_classes=3), batch_size=4)
+        >>> eval_dataloader = DataLoader(SyntheticClassificationDataset(8, shape=8, num_classes=3, seed=1), batch_size=4)
+        >>> optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        >>> state = State(model=model, max_duration="1ep", steps_per_epoch=4)
         >>> class MyCallback(Callback):
         ...     def epoch_start(self, state, logger):
         ...         print(f"Epoch: {int(state.timer.epoch)}")

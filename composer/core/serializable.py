@@ -15,6 +15,9 @@ class Serializable:
     checkpoint loads with ``torch.load(path, weights_only=True)``.
 
     Example:
+        >>> import torch
+        >>> from composer.core import State
+        >>> state = State(model=torch.nn.Linear(8, 3), max_duration="1ep", steps_per_epoch=4)
         >>> class Counter(Serializable):
         ...     def __init__(self) -> None:
         ...         self.count = 0

@@ -421,6 +421,9 @@ class State(Serializable):
         The result holds tensors and plain values only.
 
         Example:
+            >>> import torch
+            >>> from composer.core import State
+            >>> state = State(model=torch.nn.Linear(8, 3), max_duration="1ep", steps_per_epoch=4)
             >>> snapshot = state.capture_rng()
             >>> a = torch.rand(2)
             >>> state.restore_rng(snapshot)

@@ -50,9 +50,11 @@ class CSVLogger(FileDestination):
             its file.
 
     Example:
-        >>> import csv, pathlib, tempfile
-        >>> from composer import Trainer
+        >>> import csv, pathlib, tempfile, torch
+        >>> from composer import ComposerClassifier, Trainer
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "metrics.csv"
+        >>> model = ComposerClassifier(torch.nn.Linear(8, 3), num_classes=3)
+        >>> train_dataloader = [(torch.randn(4, 8), torch.randint(0, 3, (4,)))] * 4  # any iterable of batches
         >>> trainer = Trainer(model=model, train_dataloader=train_dataloader, max_duration="2ba",
         ...                   loggers=[CSVLogger(path)], progress_bar=False)
         >>> trainer.fit()

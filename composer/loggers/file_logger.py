@@ -48,9 +48,12 @@ class FileLogger(FileDestination):
             not lost). A resumed run always continues its file.
 
     Example:
-        >>> import json, pathlib, tempfile
-        >>> from composer import Trainer
+        >>> import json, pathlib, tempfile, torch
+        >>> from composer import ComposerClassifier, Trainer
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "log.jsonl"
+        >>> from composer.datasets import SyntheticClassificationDataset
+        >>> model = ComposerClassifier(torch.nn.Linear(8, 3), num_classes=3)
+        >>> train_dataloader = torch.utils.data.DataLoader(SyntheticClassificationDataset(16, 8, 3), batch_size=4)
         >>> trainer = Trainer(model=model, train_dataloader=train_dataloader, max_duration="2ba",
         ...                   loggers=[FileLogger(path, log_interval="1ba")], progress_bar=False)
         >>> trainer.fit()

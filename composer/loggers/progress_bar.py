@@ -57,8 +57,7 @@ class ProgressBarLogger(LoggerDestination):
         Epoch 0:  100%|##########| 3/3 [00:00, ETA 00:00, loss=1.0986]
         Eval: 100%|##########| 1/1 [00:00, ETA 00:00, Accuracy=0.5000, CrossEntropy=1.0986]
 
-    Text that callbacks log at the FIT or EPOCH level (:class:`~composer.callbacks.Generate`'s samples) is printed
-    above the bars, or among the lines.
+    Text logged at the FIT or EPOCH level (:class:`~composer.callbacks.Generate`'s samples) is printed among them.
 
     Anywhere else (a log file, a CI job, captured output) it prints plain lines, never one per batch: the epoch's
     progress every ``interval_seconds``, and one line at the end of every epoch and every evaluation::
@@ -66,8 +65,7 @@ class ProgressBarLogger(LoggerDestination):
         Epoch 0: 468/468 batches, loss=1.0986, 01:40, ETA 01:40
         Eval at epoch 1, batch 468: 1/1 batches, Accuracy=0.5000, CrossEntropy=1.0986, 00:00
 
-    The Trainer adds one unless ``progress_bar=False``; what each line shows, and what the bar costs, is in the
-    monitoring guide (``docs/guides/monitoring.md``).
+    The Trainer adds one unless ``progress_bar=False``; the monitoring guide says what each line shows and costs.
 
     Args:
         enabled (bool | None): None: bars on a terminal, lines elsewhere; True: always bars; False: nothing.
@@ -79,11 +77,13 @@ class ProgressBarLogger(LoggerDestination):
         time_fn (Callable[[], float]): The clock, in seconds (default: :func:`time.monotonic`); tests pass a fake.
 
     Example:
-        >>> import io
-        >>> from composer import Trainer
-        >>> out = io.StringIO()
-        >>> trainer = Trainer(model=model, train_dataloader=train_dataloader, eval_dataloader=eval_dataloader,
-        ...                   max_duration="1ep", loggers=[ProgressBarLogger(stream=out)], progress_bar=False)
+        >>> import io, torch
+        >>> from composer import ComposerClassifier, Trainer
+        >>> out, data = io.StringIO(), torch.utils.data.TensorDataset(torch.randn(16, 8), torch.randint(0, 3, (16,)))
+        >>> loader = torch.utils.data.DataLoader(data, batch_size=4)  # inputs and labels, 4 batches
+        >>> trainer = Trainer(model=ComposerClassifier(torch.nn.Linear(8, 3), num_classes=3), train_dataloader=loader,
+        ...                   eval_dataloader=loader, max_duration="1ep", loggers=[ProgressBarLogger(stream=out)],
+        ...                   progress_bar=False)
         >>> trainer.fit()
         >>> trainer.close()
         >>> [line.split(":")[0] for line in out.getvalue().splitlines()]

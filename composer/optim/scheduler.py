@@ -116,6 +116,9 @@ class ComposerSchedulerFn(Protocol):
     functions that take ``ssr`` positionally, and functions of the state alone when ``ssr == 1``.
 
     Example:
+        >>> import torch
+        >>> from composer.core import State
+        >>> state = State(model=torch.nn.Linear(8, 3), max_duration="1ep", steps_per_epoch=4)
         >>> def halve_after_100_batches(state, *, ssr=1.0):
         ...     return 0.5 if state.timer.batch.value >= 100 * ssr else 1.0
     """

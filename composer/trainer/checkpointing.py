@@ -63,6 +63,9 @@ class Checkpointing:
         >>> settings = Checkpointing(run_name="demo", save_folder=folder + "/{run_name}", autoresume=True)
         >>> settings.save_folder.endswith("demo")
         True
+        >>> import torch
+        >>> from composer.core import State
+        >>> state = State(model=torch.nn.Linear(8, 3), max_duration="1ep", steps_per_epoch=4)
         >>> settings.load(state) is None  # nothing saved yet: start from the beginning
         True
     """
@@ -417,6 +420,9 @@ def epoch_batches(state: State, dataloader: Iterable[Any], steps_per_epoch: int 
         steps_per_epoch (int, optional): Batches per epoch (None: until the loader is exhausted).
 
     Example:
+        >>> import torch
+        >>> from composer.core import State
+        >>> state = State(model=torch.nn.Linear(8, 3), max_duration="1ep", steps_per_epoch=4)
         >>> state.timer.on_batch_complete()  # one batch of this epoch is done
         >>> state.resume_rng = state.capture_rng()
         >>> batches = list(epoch_batches(state, ["a", "b", "c"], steps_per_epoch=None))
@@ -468,8 +474,10 @@ def run_config(arguments: Mapping[str, Any]) -> dict[str, Any]:
     """The Trainer's arguments as plain values, stored in every checkpoint's metadata (objects become their repr).
 
     Example:
+        >>> from composer.models import MLP, ComposerClassifier
+        >>> model = ComposerClassifier(MLP(in_features=8, hidden=(16,), num_classes=3), num_classes=3)
         >>> run_config({"max_duration": "2ep", "seed": 3, "model": model, "algorithms": None})
-        {'max_duration': '2ep', 'seed': 3, 'model': 'SimpleModel', 'algorithms': None}
+        {'max_duration': '2ep', 'seed': 3, 'model': 'ComposerClassifier', 'algorithms': None}
     """
     return {name: _plain(value) for name, value in arguments.items() if name != "self"}
 

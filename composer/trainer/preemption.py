@@ -152,6 +152,9 @@ class Preemption:
 
     Example:
         >>> preemption = Preemption(grace_period=20.0)
+        >>> import torch
+        >>> from composer.core import State
+        >>> state = State(model=torch.nn.Linear(8, 3), max_duration="1ep", steps_per_epoch=4)
         >>> with preemption.watching(state):
         ...     signal.getsignal(signal.SIGTERM) == preemption.handle
         True

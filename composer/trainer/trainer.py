@@ -160,6 +160,13 @@ class Trainer:
         profiler (ProfilerSession | None): The profiler at work (its ``folder``, ``traces``, ``summary``), or None.
 
     Example:
+        >>> import torch
+        >>> from composer.datasets import SyntheticClassificationDataset
+        >>> from composer.models import MLP, ComposerClassifier
+        >>> model = ComposerClassifier(MLP(in_features=8, hidden=(16,), num_classes=3), num_classes=3)
+        >>> train_dataloader = torch.utils.data.DataLoader(SyntheticClassificationDataset(16, 8, 3), batch_size=4)
+        >>> eval_dataloader = torch.utils.data.DataLoader(SyntheticClassificationDataset(8, 8, 3, seed=1), batch_size=4)
+        >>> optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         >>> trainer = Trainer(model=model, train_dataloader=train_dataloader, eval_dataloader=eval_dataloader,
         ...                   optimizers=optimizer, max_duration="2ep")
         >>> trainer.fit()

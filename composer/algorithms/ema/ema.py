@@ -191,16 +191,16 @@ class EMA(Algorithm):
             of ``half_life``; one batch with ``smoothing``).
 
     Example:
+        >>> import torch
         >>> from composer import Trainer
         >>> ema = EMA(half_life="2ba")  # short against the run (8 batches here)
-        >>> trainer = Trainer(
-        ...     model=model,
-        ...     train_dataloader=train_dataloader,
-        ...     eval_dataloader=eval_dataloader,
-        ...     max_duration="2ep",
-        ...     algorithms=[ema],
-        ...     progress_bar=False,
-        ... )
+        >>> from composer.datasets import SyntheticClassificationDataset
+        >>> from composer.models import MLP, ComposerClassifier
+        >>> model = ComposerClassifier(MLP(in_features=8, hidden=(16,), num_classes=3), num_classes=3)
+        >>> train_dataloader = torch.utils.data.DataLoader(SyntheticClassificationDataset(16, 8, 3), batch_size=4)
+        >>> eval_dataloader = torch.utils.data.DataLoader(SyntheticClassificationDataset(8, 8, 3, seed=1), batch_size=4)
+        >>> trainer = Trainer(model=model, train_dataloader=train_dataloader, eval_dataloader=eval_dataloader,
+        ...                   max_duration="2ep", algorithms=[ema], progress_bar=False)
         >>> trainer.fit()  # evaluates with the averaged weights, and ends with them in the model
         >>> all(torch.equal(model.state_dict()[k], v) for k, v in ema.ema_weights.items())
         True

@@ -182,6 +182,11 @@ class LayerFreezing(Algorithm):
 
     Example:
         >>> from composer import Trainer
+        >>> import torch
+        >>> from composer.datasets import SyntheticClassificationDataset
+        >>> from composer.models import MLP, ComposerClassifier
+        >>> model = ComposerClassifier(MLP(in_features=8, hidden=(16,), num_classes=3), num_classes=3)
+        >>> train_dataloader = torch.utils.data.DataLoader(SyntheticClassificationDataset(16, 8, 3), batch_size=4)
         >>> trainer = Trainer(
         ...     model=model,
         ...     train_dataloader=train_dataloader,

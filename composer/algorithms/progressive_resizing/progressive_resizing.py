@@ -278,6 +278,9 @@ class ProgressiveResizing(Algorithm):
     Example:
         >>> from composer.core import Event, Logger
         >>> algorithm = ProgressiveResizing(initial_scale=0.5, finetune_fraction=0.2)
+        >>> import torch
+        >>> from composer.core import State
+        >>> state = State(model=torch.nn.Linear(8, 3), max_duration="1ep", steps_per_epoch=4)
         >>> state.batch = (torch.rand(4, 3, 32, 32), torch.randint(0, 10, (4,)))
         >>> algorithm.apply(Event.AFTER_DATALOADER, state, Logger(state))
         >>> state.batch[0].shape  # at the start of training the scale is 0.5

@@ -194,12 +194,16 @@ class SAM(Algorithm):
             which SAM runs take roughly twice as much time to complete. Default: 1.
 
     Example:
+        >>> import torch
         >>> from composer import Trainer
+        >>> from composer.datasets import SyntheticClassificationDataset
+        >>> from composer.models import MLP, ComposerClassifier
+        >>> model = ComposerClassifier(MLP(in_features=8, hidden=(16,), num_classes=3), num_classes=3)
         >>> trainer = Trainer(
         ...     model=model,
-        ...     train_dataloader=train_dataloader,
+        ...     train_dataloader=torch.utils.data.DataLoader(SyntheticClassificationDataset(16, 8, 3), batch_size=4),
         ...     max_duration="1ep",
-        ...     optimizers=optimizer,
+        ...     optimizers=torch.optim.SGD(model.parameters(), lr=0.1),  # SAM wraps it
         ...     algorithms=[SAM(rho=0.05, interval=2)],
         ...     progress_bar=False,
         ... )

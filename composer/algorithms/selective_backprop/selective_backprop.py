@@ -275,6 +275,10 @@ class SelectiveBackprop(Algorithm):
     Example:
         >>> from composer.core import Event, Logger
         >>> sb = SelectiveBackprop(start=0.0, end=1.0, keep=0.5, scale_factor=1.0, interrupt=0)
+        >>> import torch
+        >>> from composer.core import State
+        >>> from composer.models import ComposerClassifier
+        >>> state = State(model=ComposerClassifier(torch.nn.Linear(8, 3), num_classes=3), max_duration="1ep")
         >>> state.batch = (torch.randn(8, 8), torch.randint(0, 3, (8,)))
         >>> sb.match(Event.AFTER_DATALOADER, state)
         True

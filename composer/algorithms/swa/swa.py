@@ -231,15 +231,15 @@ class SWA(Algorithm):
         swa_lr: The final learning rate used for weight averaging, or None to keep the schedule. Default: None.
 
     Example:
+        >>> import torch
         >>> from composer import Trainer
-        >>> trainer = Trainer(
-        ...     model=model,
-        ...     train_dataloader=train_dataloader,
-        ...     max_duration="4ep",
-        ...     algorithms=[SWA(swa_start=0.5, anneal_epochs=1, swa_lr=0.01)],
-        ...     optimizers=optimizer,
-        ...     progress_bar=False,
-        ... )
+        >>> from composer.datasets import SyntheticClassificationDataset
+        >>> from composer.models import MLP, ComposerClassifier
+        >>> model = ComposerClassifier(MLP(in_features=8, hidden=(16,), num_classes=3), num_classes=3)
+        >>> train_dataloader = torch.utils.data.DataLoader(SyntheticClassificationDataset(16, 8, 3), batch_size=4)
+        >>> optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        >>> trainer = Trainer(model=model, train_dataloader=train_dataloader, max_duration="4ep", optimizers=optimizer,
+        ...                   algorithms=[SWA(swa_start=0.5, anneal_epochs=1, swa_lr=0.01)], progress_bar=False)
         >>> trainer.fit()
         >>> trainer.state.algorithms[0].num_averaged  # after epochs 2, 3 and 4
         3

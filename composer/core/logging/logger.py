@@ -86,6 +86,9 @@ class Logger:
         >>> class Print(LoggerDestination):
         ...     def log_metric(self, timestamp, log_level, data):
         ...         print(log_level.name, int(timestamp.batch), data)
+        >>> import torch
+        >>> from composer.core import State
+        >>> state = State(model=torch.nn.Linear(8, 3), max_duration="1ep", steps_per_epoch=4)
         >>> logger = Logger(state, destinations=[Print()])
         >>> logger.metric_batch({"loss/train": 0.25})
         BATCH 0 {'loss/train': 0.25}
@@ -177,6 +180,9 @@ class Logger:
             >>> class Print(LoggerDestination):
             ...     def log_text(self, timestamp, log_level, name, text):
             ...         print(name, repr(text))
+            >>> import torch
+            >>> from composer.core import State
+            >>> state = State(model=torch.nn.Linear(8, 3), max_duration="1ep", steps_per_epoch=4)
             >>> Logger(state, destinations=[Print()]).log_text("generate/0", "def f(x):")
             generate/0 'def f(x):'
         """

@@ -63,6 +63,8 @@ def save_checkpoint(
     Example:
         >>> import tempfile
         >>> import torch
+        >>> from composer.core import State
+        >>> state = State(model=torch.nn.Linear(8, 3), max_duration="1ep", steps_per_epoch=4)
         >>> path = save_checkpoint(state, Path(tempfile.mkdtemp()) / "ep0-ba0.pt")
         >>> sorted(torch.load(path, weights_only=True))
         ['format_version', 'metadata', 'state']
@@ -104,6 +106,9 @@ def read_checkpoint(path: str | os.PathLike[str], *, verify: bool = True) -> dic
 
     Example:
         >>> import tempfile
+        >>> import torch
+        >>> from composer.core import State
+        >>> state = State(model=torch.nn.Linear(8, 3), max_duration="1ep", steps_per_epoch=4)
         >>> path = save_checkpoint(state, Path(tempfile.mkdtemp()) / "ckpt.pt")
         >>> checkpoint = read_checkpoint(path)
         >>> checkpoint["metadata"]["library"], "timer" in checkpoint["state"]
@@ -138,6 +143,9 @@ def load_checkpoint(
         >>> import tempfile
         >>> from pathlib import Path
         >>> from composer.utils.checkpoint import save_checkpoint
+        >>> import torch
+        >>> from composer.core import State
+        >>> state = State(model=torch.nn.Linear(8, 3), max_duration="1ep", steps_per_epoch=4)
         >>> path = save_checkpoint(state, Path(tempfile.mkdtemp()) / "ckpt.pt")
         >>> load_checkpoint(state, path)["library"]
         'opencomposer'

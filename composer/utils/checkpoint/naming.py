@@ -79,6 +79,9 @@ def format_checkpoint_name(pattern: str, state: State | None = None, run_name: s
         ValueError: If the pattern uses another field, or is not a valid format string.
 
     Example:
+        >>> import torch
+        >>> from composer.core import State
+        >>> state = State(model=torch.nn.Linear(8, 3), max_duration="1ep", steps_per_epoch=4)
         >>> format_checkpoint_name("{run_name}/ep{epoch}-ba{batch}-rank{rank}.pt", state, run_name="r1")
         'r1/ep0-ba0-rank0.pt'
     """

@@ -50,6 +50,9 @@ def read_checkpoint_file(path: str | os.PathLike[str], *, verify: bool = True) -
     Example:
         >>> import tempfile
         >>> from composer.utils.checkpoint import save_checkpoint
+        >>> import torch
+        >>> from composer.core import State
+        >>> state = State(model=torch.nn.Linear(8, 3), max_duration="1ep", steps_per_epoch=4)
         >>> path = save_checkpoint(state, Path(tempfile.mkdtemp()) / "ckpt.pt")
         >>> checkpoint = read_checkpoint_file(path)
         >>> checkpoint["metadata"]["library"], "timer" in checkpoint["state"]
