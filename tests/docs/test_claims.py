@@ -111,6 +111,23 @@ def test_every_quoted_speedup_is_a_committed_one_of_the_recipe_it_is_said_of(job
     assert not wrong, f"figures that no committed run of {job.name} has for that recipe:\n" + "\n".join(wrong)
 
 
+@pytest.mark.parametrize("job", MAIN_JOBS, ids=lambda job: job.name)
+def test_every_quoted_baseline_best_and_target_is_a_committed_one(job):
+    committed = "\n".join(path.read_text() for path in sorted(ROOT.glob(job.earlier)))
+    bests = set(re.findall(r"^Baseline best: (\d+\.\d\d)", committed, re.M))
+    targets = set(re.findall(r"^Baseline best: .*Target \(best - [\d.]+\): (\d+\.\d\d)", committed, re.M))
+    assert bests and targets, f"{job.earlier}: no 'Baseline best: ... Target (best - ...): ...' lines"
+    wrong = []
+    for page in PAGES:
+        text = " ".join(page.read_text().split())
+        wrong += [
+            f"{page.relative_to(ROOT)}: best {v}%" for v in re.findall(r"best is (\d+\.\d\d)%", text) if v not in bests
+        ]
+        quoted = re.findall(r"at (\d+\.\d\d)% \(best - [\d.]+\)", text)
+        wrong += [f"{page.relative_to(ROOT)}: target {v}%" for v in quoted if v not in targets]
+    assert not wrong, f"figures that no committed run of {job.name} has:\n" + "\n".join(wrong)
+
+
 def test_the_figure_check_attributes_figures_to_their_recipe():
     job = MAIN_JOBS[0]
     text = "| run | mild | hot |\n|---|---|---|\n| a | 1.78x [1.62, 2.11] | 9.99x [1.00, 2.00] |\n\nmild is 3.00x [1.00, 2.00]."
