@@ -21,8 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from composer import Callback, Trainer
-from composer.callbacks import CheckpointSaver
+from composer import Trainer
 from composer.utils.checkpoint import RemoteCheckpointFolder, read_checkpoint
 from composer.utils.object_store import S3ObjectStore, UploadError
 from tests.common import make_dataloader
@@ -43,20 +42,6 @@ pytest.importorskip("moto.server", reason="needs moto[server] (the dev extra)")
 # ---- a store that goes away or hangs: the run ends ---------------------------------------------------------------
 
 
-class StopServerAfter(Callback):
-    """Stops the S3 server once the checkpoint of ``batch`` is in the store."""
-
-    def __init__(self, server: S3Server, batch: int) -> None:
-        self.server, self.batch = server, batch
-
-    def batch_end(self, state, logger):
-        if state.timer.batch.value == self.batch + 1:
-            for callback in state.callbacks:
-                if isinstance(callback, CheckpointSaver):
-                    callback.destination.wait()  # the upload of the checkpoint of `batch` is complete
-            self.server.stop()
-
-
 def test_a_store_that_goes_away_fails_the_run_after_the_retry_budget_naming_the_object(
     s3_server, monkeypatch, tmp_path
 ):
@@ -69,7 +54,7 @@ def test_a_store_that_goes_away_fails_the_run_after_the_retry_budget_naming_the_
             f"s3://{bucket}/ckpt",
             max_duration="2ep",
             save_interval="2ba",
-            callbacks=[StopServerAfter(server, batch=2)],
+            callbacks=[At({3: server.stop})],  # the store goes away once the checkpoint of batch 2 is in it
             storage_options=options(server, tmp_path, retry_budget=1.5),
         )
         start = time.monotonic()
