@@ -30,7 +30,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from composer.core.precision import Precision
 from composer.utils.checkpoint.full_state import (
     broadcast_full_state,
     full_model_state,
@@ -156,16 +155,13 @@ class FSDPConfig:
         return {**fields, "module_classes": classes}
 
 
-def resolve_fsdp_config(
-    config: FSDPConfig | Mapping[str, Any] | None, precision: str | Precision = Precision.FP32
-) -> FSDPConfig | None:
-    """The Trainer's ``fsdp_config`` as an :class:`FSDPConfig` (None: no FSDP), checked against the run.
+def resolve_fsdp_config(config: FSDPConfig | Mapping[str, Any] | None) -> FSDPConfig | None:
+    """The Trainer's ``fsdp_config`` as an :class:`FSDPConfig` (None: no FSDP), once there is a group to shard over;
+    its value is checked with the Trainer's other arguments (:func:`composer.trainer.arguments.argument_problems`).
 
     Raises:
         RuntimeError: A config is given but no ``torch.distributed`` process group exists (the Trainer creates one
             when launched with ``torchrun``; a single process may create its own).
-        ValueError: ``precision='amp'``, whose gradient scaler is not supported on sharded gradients.
-        TypeError: ``config`` is neither an FSDPConfig nor a mapping.
 
     Example:
         >>> resolve_fsdp_config(None) is None
@@ -179,8 +175,6 @@ def resolve_fsdp_config(
         return None
     if isinstance(config, Mapping):
         config = FSDPConfig.from_dict(config)
-    elif not isinstance(config, FSDPConfig):
-        raise TypeError(f"fsdp_config must be an FSDPConfig, a mapping of its fields or None, received {config!r}.")
     import torch.distributed as torch_dist
 
     if not (torch_dist.is_available() and torch_dist.is_initialized()):
@@ -190,12 +184,6 @@ def resolve_fsdp_config(
             "`composer launch -n N script.py` (the Trainer then creates the group), or create a group yourself "
             "before building the Trainer (a single process: torch.distributed.init_process_group('gloo', rank=0, "
             "world_size=1, init_method='tcp://127.0.0.1:PORT')); or drop fsdp_config to train unsharded."
-        )
-    if Precision(precision) == Precision.AMP:
-        raise ValueError(
-            "precision='amp' cannot be combined with fsdp_config: its gradient scaler decides on each rank's shard "
-            "of the gradients alone whether to skip a step, so the ranks could disagree. Use precision='bf16' (no "
-            "scaler), or FSDPConfig(param_dtype='bf16') for bfloat16 compute with float32 shards."
         )
     return config
 

@@ -23,7 +23,6 @@ from torch.nn.parallel import DistributedDataParallel
 from composer.core.data_spec import DataSpec
 from composer.core.evaluator import Evaluator
 from composer.core.logging.logger import Logger, LoggerDestination
-from composer.core.precision import Precision
 from composer.core.state import State
 from composer.core.time import Timer
 from composer.distributed.data import (
@@ -74,7 +73,6 @@ class Parallelism:
             each rank takes the device of its ``LOCAL_RANK``.
         dist_timeout (float): Seconds any collective may wait.
         fsdp_config (FSDPConfig | Mapping, optional): Shard the model with FSDP instead of replicating it.
-        precision (str | Precision): The run's precision (``'amp'`` cannot be combined with FSDP).
         ddp_sync_strategy (str | DDPSyncStrategy): When accumulated gradients synchronise.
         grad_accum_auto (bool): Whether the run uses ``grad_accum='auto'``: with FSDP, every FSDP collective is
             then preceded by a checkpoint of :attr:`oom_agreement` (see :mod:`composer.distributed.oom_agreement`).
@@ -91,14 +89,13 @@ class Parallelism:
         device: str | torch.device | None = None,
         dist_timeout: float = 300.0,
         fsdp_config: FSDPConfig | Mapping[str, Any] | None = None,
-        precision: str | Precision = Precision.FP32,
         ddp_sync_strategy: str | DDPSyncStrategy = DDPSyncStrategy.SINGLE_AUTO_SYNC,
         grad_accum_auto: bool = False,
     ) -> None:
         self.sync_strategy = DDPSyncStrategy.parse(ddp_sync_strategy)
         self.device = init_distributed(resolve_device(device), dist_timeout)
         self.launched = is_launched()
-        self.fsdp_config = resolve_fsdp_config(fsdp_config, precision)  # needs the process group: after init
+        self.fsdp_config = resolve_fsdp_config(fsdp_config)  # needs the process group: after init
         # grad_accum='auto' under FSDP: a checkpoint before every FSDP collective (composer.distributed.oom_agreement).
         self.oom_agreement = OutOfMemoryAgreement()
         self._grad_accum_auto = grad_accum_auto

@@ -325,45 +325,23 @@ def check_scheduler_optimizers(schedulers: Sequence[Any], optimizers: Sequence[t
 
 
 def check_grad_accum(grad_accum: Any) -> tuple[int, bool]:
-    """The microbatch count to start at and whether it adapts: ``(n, False)`` for a positive int ``n``, ``(1, True)``
-    for ``'auto'`` (see :mod:`composer.distributed.microbatching`); anything else raises, naming the fix.
+    """The microbatch count to start at and whether it adapts: ``(n, False)`` for ``n``, ``(1, True)`` for ``'auto'``
+    (see :mod:`composer.distributed.microbatching`). :func:`argument_problems` checks the values; another type raises.
 
     Example:
         >>> check_grad_accum(4), check_grad_accum("auto")
         ((4, False), (1, True))
-        >>> check_grad_accum("automatic")
-        Traceback (most recent call last):
-        ...
-        ValueError: grad_accum='automatic' is not a microbatch count. Expected a positive integer (the microbatches ...
     """
-    expected = (
-        "Expected a positive integer (the microbatches each batch is split into; 1: none) or 'auto' (start at 1 "
-        "and double it whenever a batch runs out of GPU memory)."
-    )
     if isinstance(grad_accum, str):
-        if grad_accum.strip().lower() == "auto":
-            return 1, True
-        raise ValueError(f"grad_accum={grad_accum!r} is not a microbatch count. {expected} To fix: grad_accum='auto'.")
-    if isinstance(grad_accum, bool):
-        raise TypeError(
-            f"grad_accum={grad_accum!r} is a bool, not a microbatch count. {expected} To fix: grad_accum=1 (no "
-            "accumulation) or grad_accum='auto'."
-        )
-    if isinstance(grad_accum, float) and grad_accum.is_integer() and grad_accum >= 1:
-        raise TypeError(f"grad_accum={grad_accum!r} is a float. {expected} To fix: grad_accum={int(grad_accum)}.")
-    if not isinstance(grad_accum, int):
-        finite = isinstance(grad_accum, float) and math.isfinite(grad_accum) and grad_accum > 0
-        suggestion = max(1, math.ceil(grad_accum)) if finite else 1
-        raise TypeError(
-            f"grad_accum={grad_accum!r} ({type(grad_accum).__name__}) is not a microbatch count. {expected} To fix: "
-            f"grad_accum={suggestion} or grad_accum='auto'."
-        )
-    if grad_accum < 1:
-        raise ValueError(
-            f"grad_accum={grad_accum!r} must be at least 1. {expected} To fix: grad_accum=1 (no accumulation) or "
-            "grad_accum='auto'."
-        )
-    return grad_accum, False
+        return 1, True
+    if isinstance(grad_accum, int) and not isinstance(grad_accum, bool):
+        return grad_accum, False
+    finite = isinstance(grad_accum, float) and math.isfinite(grad_accum) and grad_accum > 0
+    raise TypeError(
+        f"grad_accum={grad_accum!r} ({type(grad_accum).__name__}) is not a microbatch count. Expected a positive "
+        "integer (the microbatches each batch is split into; 1: none) or 'auto' (start at 1 and double it whenever a "
+        f"batch runs out of GPU memory). To fix: grad_accum={max(1, math.ceil(grad_accum)) if finite else 1}."
+    )
 
 
 # ---- the optimizers against the model -----------------------------------------------------------------------------
@@ -560,9 +538,10 @@ def argument_problems(arguments: Mapping[str, Any]) -> list[ArgumentProblem]:
         *_positive_int(values, "train_subset_num_batches", "the batches per epoch", "all of them", 100),
         *_seed_problems(values.get("seed")),
         *_keep_problems(values.get("save_num_checkpoints_to_keep")),
-        *_positive_number(values, "preemption_grace_period", "seconds to save a checkpoint after a SIGTERM", 20.0),
+        *_grace_period_problems(values.get("preemption_grace_period")),
         *_positive_number(values, "dist_timeout", "seconds to wait for the other processes", 300.0),
         *_config_problems(values),
+        *_checkpoint_problems(values),
     ]
     return problems
 
@@ -677,7 +656,7 @@ def _choice_problems(values: Mapping[str, Any]) -> list[ArgumentProblem]:
         value = values.get(name)
         if isinstance(value, str) and value not in choices:
             problems.append(ArgumentProblem(name, value, f"expected one of {choices}", (choices[0],)))
-    return problems
+    return [*problems, *_fsdp_problems(values)]
 
 
 def _config_problems(values: Mapping[str, Any]) -> list[ArgumentProblem]:
@@ -694,3 +673,66 @@ def _config_problems(values: Mapping[str, Any]) -> list[ArgumentProblem]:
             except (ValueError, TypeError) as error:
                 problems.append(ArgumentProblem(name, dict(config), str(error), separator=":"))
     return problems
+
+
+def _grace_period_problems(value: Any) -> list[ArgumentProblem]:
+    if value is None or (_is_number(value) and 0 < value < 1e9):
+        return []
+    message = (
+        "expected the seconds, from a SIGTERM, to save and upload a checkpoint: a positive number below what the "
+        "launcher allows (torchrun kills 30 s after it passes SIGTERM on; Kubernetes' default grace is 30 s)"
+    )
+    return [ArgumentProblem("preemption_grace_period", value, message, (20.0,))]
+
+
+def _checkpoint_problems(values: Mapping[str, Any]) -> list[ArgumentProblem]:
+    # autoresume with the save arguments it needs (reported at autoresume, the message naming the others' values),
+    # load_ignore_keys given as one string, and on_upload_failure.
+    from composer.utils.checkpoint import UPLOAD_FAILURE_POLICIES
+
+    messages, folder, autoresume = [], values.get("save_folder"), values.get("autoresume") is True
+    unnamed = values.get("run_name") is None and "{run_name}" in f"{folder}{values.get('save_filename', '')}"
+    if autoresume and folder is None:
+        messages.append(
+            "autoresume=True needs save_folder: it resumes from the newest checkpoint saved there. Pass save_folder "
+            "(and the same run_name on every launch)"
+        )
+    elif autoresume and values.get("save_weights_only") is True:
+        messages.append(
+            "autoresume=True cannot resume from weights-only checkpoints; set save_weights_only=False (the default) "
+            "so that checkpoints hold the whole training state"
+        )
+    elif autoresume and unnamed:
+        messages.append(
+            f"autoresume=True with save_folder={folder!r} needs a run_name: the folder depends on it, and a "
+            "generated name differs on every launch. Pass the same run_name each time"
+        )
+    problems = [ArgumentProblem("autoresume", _NO_VALUE, message) for message in messages]
+    if isinstance(ignore := values.get("load_ignore_keys"), str):
+        problems.append(ArgumentProblem("load_ignore_keys", ignore, "expected a list of glob patterns", ([ignore],)))
+    if (policy := values.get("on_upload_failure", "raise")) not in UPLOAD_FAILURE_POLICIES:
+        message = (
+            f"expected one of {list(UPLOAD_FAILURE_POLICIES)}: 'raise' ends the run when an upload fails for good, "
+            "'keep_local' trains on and keeps the checkpoints locally until the store answers again"
+        )
+        problems.append(ArgumentProblem("on_upload_failure", policy, message, UPLOAD_FAILURE_POLICIES))
+    return problems
+
+
+def _fsdp_problems(values: Mapping[str, Any]) -> list[ArgumentProblem]:  # a wrong type, or with precision='amp'
+    from composer.distributed.fsdp import FSDPConfig
+
+    config = values.get("fsdp_config")
+    if config is None:
+        return []
+    if not isinstance(config, (FSDPConfig, Mapping)):
+        message = f"expected an FSDPConfig, a mapping of its fields, or {{none}} (no FSDP); got {type(config).__name__}"
+        return [ArgumentProblem("fsdp_config", config, message)]
+    if values.get("precision") not in (Precision.AMP, Precision.AMP.value):
+        return []
+    message = (
+        "precision='amp' cannot be combined with fsdp_config: its gradient scaler decides on each rank's shard of the "
+        "gradients alone whether to skip a step, so the ranks could disagree. Use precision='bf16' (no scaler), or "
+        "FSDPConfig(param_dtype='bf16') for bfloat16 compute with float32 shards"
+    )
+    return [ArgumentProblem("precision", _NO_VALUE, message)]

@@ -29,7 +29,6 @@ from composer.utils import dist
 from composer.utils.checkpoint import (
     CheckpointError,
     RemoteCheckpointFolder,
-    check_upload_failure_policy,
     format_checkpoint_name,
     is_sharded_checkpoint,
     read_checkpoint,
@@ -55,7 +54,8 @@ Refused = list[tuple[str, CheckpointError]]
 
 
 class Checkpointing:
-    """The Trainer's checkpoint arguments, checked together; see :class:`~composer.trainer.Trainer` for each.
+    """The Trainer's checkpoint arguments (see :class:`~composer.trainer.Trainer` for each), which the Trainer checks
+    with the others (:mod:`composer.trainer.arguments`); the store of an ``s3://`` folder is checked here.
 
     Example:
         >>> import tempfile
@@ -90,11 +90,8 @@ class Checkpointing:
         on_upload_failure: str = "raise",
         sharded: bool = False,
     ) -> None:
-        if autoresume:
-            _check_autoresume(run_name, save_folder, save_filename, save_weights_only)
-        if isinstance(load_ignore_keys, str):
-            raise TypeError(f"load_ignore_keys={load_ignore_keys!r} must be a list of glob patterns, not a string.")
-        self.on_upload_failure = check_upload_failure_policy(on_upload_failure)
+        # The values were checked with the Trainer's other arguments (composer.trainer.arguments).
+        self.on_upload_failure = on_upload_failure
         self.run_name = run_name if run_name is not None else _new_run_name()
         self.storage_options = StorageOptions.from_input(storage_options)
         self.save_folder = None if save_folder is None else format_checkpoint_name(save_folder, run_name=self.run_name)
@@ -349,24 +346,6 @@ def newest_readable(folder: CheckpointFolder, *, whole: bool) -> tuple[tuple[Pat
             continue
         return (path, checkpoint), refused
     return None, refused
-
-
-def _check_autoresume(run_name: str | None, save_folder: str | None, save_filename: str, weights_only: bool) -> None:
-    if save_folder is None:
-        raise ValueError(
-            "autoresume=True needs save_folder: it resumes from the newest checkpoint saved there. Pass "
-            "save_folder (and the same run_name on every launch)."
-        )
-    if weights_only:
-        raise ValueError(
-            "autoresume=True cannot resume from weights-only checkpoints; set save_weights_only=False (the "
-            "default) so that checkpoints hold the whole training state."
-        )
-    if run_name is None and "{run_name}" in save_folder + save_filename:
-        raise ValueError(
-            f"autoresume=True with save_folder={save_folder!r} needs a run_name: the folder depends on it, and a "
-            "generated name differs on every launch. Pass the same run_name each time."
-        )
 
 
 def _listing(refused: Sequence[tuple[Path, str]]) -> str:

@@ -145,7 +145,7 @@ class Preemption:
 
     Args:
         grace_period (float): Seconds from the signal by which the checkpoint must be saved and uploaded (the
-            Trainer's ``preemption_grace_period``).
+            Trainer's ``preemption_grace_period``, checked with its other arguments).
         handle_sigint (bool): Handle SIGINT as well as SIGTERM.
         saver (CheckpointSaver, optional): The Trainer's checkpoint saver (``save_folder``); None saves nothing.
         agreement (StopAgreement, optional): How the ranks agree on the batch to stop after; default: unlaunched.
@@ -170,12 +170,6 @@ class Preemption:
         saver: CheckpointSaver | None = None,
         agreement: StopAgreement | None = None,
     ) -> None:
-        if isinstance(grace_period, bool) or not isinstance(grace_period, (int, float)) or not 0 < grace_period < 1e9:
-            raise ValueError(
-                f"preemption_grace_period={grace_period!r} must be a positive number of seconds: the time, from a "
-                "SIGTERM, to save and upload a checkpoint. Keep it below what the launcher allows (torchrun kills 30 s "
-                "after it passes SIGTERM on; Kubernetes' default grace is 30 s); the default is 20."
-            )
         self.grace_period = float(grace_period)
         self.signals = (signal.SIGTERM, signal.SIGINT) if handle_sigint else (signal.SIGTERM,)
         self.saver = saver

@@ -315,7 +315,6 @@ class Trainer:
             device=device,
             dist_timeout=dist_timeout,
             fsdp_config=fsdp_config,
-            precision=precision,
             ddp_sync_strategy=ddp_sync_strategy,
             grad_accum_auto=auto_microbatching,
         )

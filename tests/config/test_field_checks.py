@@ -132,9 +132,9 @@ def test_a_list_that_does_not_compose_is_refused_with_the_malformed_overrides(tm
 
 
 def test_the_trainers_own_checks_are_located_at_the_recipe_key():
-    config = TrainerHparams.from_dict({**TINY, "autoresume": True})
+    # A value the Trainer's arguments check (trainer/arguments.py) is refused as the recipe is read, at its key.
     with pytest.raises(ConfigError, match=r"^autoresume: autoresume=True needs save_folder") as info:
-        config.initialize_object()
+        TrainerHparams.from_dict({**TINY, "autoresume": True})
     assert info.value.where == "autoresume"
     warmup = {"cosine_decay_with_warmup": {"warmup_time": "3ba"}}
     with pytest.raises(ConfigError) as info:

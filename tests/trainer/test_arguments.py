@@ -249,3 +249,78 @@ def test_argument_problems_leave_alone_what_they_do_not_check():
     (problem,) = argument_problems({"grad_accum": "automatic"})
     assert str(problem).endswith("To fix: grad_accum='auto' or grad_accum=2.")
     assert problem.for_recipe().endswith("Set grad_accum: auto, or grad_accum: 2.")
+
+
+# ---- the checks Checkpointing, Parallelism and Preemption ran themselves, now with the others ---------------------
+
+
+@pytest.mark.parametrize(
+    ("arguments", "argument", "expected"),
+    [
+        ({"autoresume": True}, "autoresume", "autoresume=True needs save_folder: it resumes from the newest"),
+        (
+            {"autoresume": True, "save_folder": "ckpt", "save_weights_only": True},
+            "autoresume",
+            "autoresume=True cannot resume from weights-only checkpoints; set save_weights_only=False",
+        ),
+        (
+            {"autoresume": True, "save_folder": "ckpt/{run_name}"},
+            "autoresume",
+            "autoresume=True with save_folder='ckpt/{run_name}' needs a run_name",
+        ),
+        (
+            {"load_ignore_keys": "module.2.*"},
+            "load_ignore_keys",
+            "load_ignore_keys='module.2.*'; expected a list of glob patterns. To fix: load_ignore_keys=['module.2.*'].",
+        ),
+        ({"on_upload_failure": "keep"}, "on_upload_failure", "on_upload_failure='keep'; expected one of ['raise', "),
+        ({"preemption_grace_period": 0}, "preemption_grace_period", "preemption_grace_period=0; expected the seconds"),
+        ({"preemption_grace_period": "20"}, "preemption_grace_period", "preemption_grace_period='20'; expected"),
+        ({"preemption_grace_period": 1e10}, "preemption_grace_period", "below what the launcher allows"),
+        ({"fsdp_config": 3}, "fsdp_config", "fsdp_config=3; expected an FSDPConfig, a mapping of its fields, or None"),
+        (
+            {"fsdp_config": {}, "precision": "amp"},
+            "precision",
+            "precision='amp' cannot be combined with fsdp_config: its gradient scaler decides on each rank's shard",
+        ),
+    ],
+)
+def test_checkpoint_preemption_and_parallelism_arguments_are_checked_with_the_others(arguments, argument, expected):
+    (problem,) = argument_problems(arguments)
+    assert problem.argument == argument and expected in str(problem)
+
+
+def test_a_recipe_reports_them_at_their_keys():
+    (fsdp, policy) = argument_problems({"on_upload_failure": "keep", "fsdp_config": 3})
+    assert policy.for_recipe() == (
+        "received 'keep'; expected one of ['raise', 'keep_local']: 'raise' ends the run when an upload fails for good, "
+        "'keep_local' trains on and keeps the checkpoints locally until the store answers again. Set "
+        "on_upload_failure: raise, or on_upload_failure: keep_local."
+    )
+    assert (
+        fsdp.for_recipe() == "received 3; expected an FSDPConfig, a mapping of its fields, or null (no FSDP); got int."
+    )
+    (autoresume,) = argument_problems({"autoresume": True, "save_folder": "ckpt", "save_weights_only": True})
+    assert autoresume.argument == "autoresume" and autoresume.for_recipe() == str(autoresume)
+
+
+def test_what_those_checks_accept_passes():
+    accepted = {
+        "autoresume": True,
+        "save_folder": "ckpt/{run_name}",
+        "run_name": "fixed",
+        "load_ignore_keys": ["module.2.*"],
+        "on_upload_failure": "keep_local",
+        "preemption_grace_period": 0.5,
+        "fsdp_config": {},
+        "precision": "bf16",  # which FSDP takes
+        "grad_accum": "AUTO",
+    }
+    assert argument_problems(accepted) == []
+    assert argument_problems({"autoresume": True, "save_folder": "ckpt", "save_filename": "{run_name}.pt"})
+
+
+def test_the_trainer_raises_them_before_it_builds_anything():
+    with pytest.raises(ArgumentError) as info:
+        make_trainer(autoresume=True, save_weights_only=True, preemption_grace_period=-1.0, on_upload_failure="no")
+    assert [p.argument for p in info.value.problems] == ["preemption_grace_period", "autoresume", "on_upload_failure"]

@@ -54,5 +54,7 @@ def test_the_constructor_refuses_unknown_schemes_and_malformed_urls(folder, mess
 
 
 def test_on_upload_failure_is_checked():
-    with pytest.raises(ValueError, match=r"on_upload_failure='keep' is not a policy; expected one of \['raise', "):
+    with pytest.raises(
+        ValueError, match=r"on_upload_failure='keep'; expected one of \['raise', 'keep_local'\]: 'raise' "
+    ):
         Trainer(model=SimpleModel(), train_dataloader=make_dataloader(), max_duration="1ba", on_upload_failure="keep")
