@@ -41,7 +41,7 @@ __all__ = [
 
 
 def _masking(
-    config: PythonDocsHparams | TextFilesHparams | SyntheticTokensHparams, vocab_size: int, train: bool, seed: int
+    config: _TextFields | SyntheticTokensHparams, vocab_size: int, train: bool, seed: int
 ) -> Callable[[list[Any]], Any] | None:
     """The collate function: None for a causal model, a MaskingCollator when ``mlm_probability`` is set."""
     if config.mlm_probability is None:
@@ -56,7 +56,7 @@ def _masking(
     )
 
 
-def _check_masking(config: PythonDocsHparams | TextFilesHparams | SyntheticTokensHparams) -> None:
+def _check_masking(config: _TextFields | SyntheticTokensHparams) -> None:
     if config.mlm_probability is not None and not 0.0 < config.mlm_probability < 1.0:
         raise ValueError(
             f"mlm_probability={config.mlm_probability!r} must be in (0, 1) (BERT uses 0.15), or null for a causal "
@@ -343,23 +343,8 @@ class ImageFolderHparams(DatasetHparams):
 
 
 @hparams
-class PythonDocsHparams(DatasetHparams):
-    """Built-in Python-documentation text, byte-level; no download (:mod:`composer.datasets.text`).
-
-    A masked language model (``model: {huggingface: {task: masked_lm, ...}}``) needs ``mlm_probability``: the
-    batches are then masked by BERT's 80/10/10 rule and scored only where masked
-    (:class:`~composer.datasets.MaskingCollator`); without it the model sees its labels in its input and is refused.
-
-    Args:
-        seq_len: Bytes per sample. Default = 128.
-        num_workers: DataLoader worker processes. Default = 0.
-        mlm_probability: Fraction of bytes masked for a masked language model (BERT: 0.15), or null for a causal
-            one. Default = None.
-        mask_token_id: The mask token: the model's ``mask_token_id``, or 256 (one past the bytes; the model then
-            needs ``vocab_size: 257``). Default = 256.
-        tokenizer: A ``tokenizer.json`` or tokenizer folder (``composer tokenizer train`` writes one), whose own mask
-            token then serves; null for bytes. Default = None.
-    """
+class _TextFields(DatasetHparams):
+    """The fields and checks of the text datasets: bytes (or a tokenizer's tokens) cut into sequences of ``seq_len``."""
 
     seq_len: int = 128
     num_workers: int = 0
@@ -377,6 +362,36 @@ class PythonDocsHparams(DatasetHparams):
         if self.seq_len < 1:
             raise ValueError(f"seq_len={self.seq_len!r} must be a positive number of bytes.")
 
+    def synthetic(self, num_samples: int = 16) -> DatasetHparams:
+        """Random byte sequences of the same length (masked the same way)."""
+        return SyntheticTokensHparams(
+            num_samples=num_samples,
+            seq_len=self.seq_len,
+            vocab_size=256,
+            mlm_probability=self.mlm_probability,
+            mask_token_id=self.mask_token_id,
+        )
+
+
+@hparams
+class PythonDocsHparams(_TextFields):
+    """Built-in Python-documentation text, byte-level; no download (:mod:`composer.datasets.text`).
+
+    A masked language model (``model: {huggingface: {task: masked_lm, ...}}``) needs ``mlm_probability``: the
+    batches are then masked by BERT's 80/10/10 rule and scored only where masked
+    (:class:`~composer.datasets.MaskingCollator`); without it the model sees its labels in its input and is refused.
+
+    Args:
+        seq_len: Bytes per sample. Default = 128.
+        num_workers: DataLoader worker processes. Default = 0.
+        mlm_probability: Fraction of bytes masked for a masked language model (BERT: 0.15), or null for a causal
+            one. Default = None.
+        mask_token_id: The mask token: the model's ``mask_token_id``, or 256 (one past the bytes; the model then
+            needs ``vocab_size: 257``). Default = 256.
+        tokenizer: A ``tokenizer.json`` or tokenizer folder (``composer tokenizer train`` writes one), whose own mask
+            token then serves; null for bytes. Default = None.
+    """
+
     def initialize_object(self, batch_size: int, train: bool, seed: int = 0) -> DataSpec:
         """Returns the loader of the ``train`` or ``validation`` split (masked when ``mlm_probability`` is set)."""
         from composer.datasets.text import python_docs_dataset, text_collator
@@ -387,13 +402,9 @@ class PythonDocsHparams(DatasetHparams):
         collate_fn = text_collator(tokenizer, self.mlm_probability, self.mask_token_id, train, seed)
         return DataSpec(split_dataloader(dataset, batch_size, train, seed, self.num_workers, collate_fn))
 
-    def synthetic(self, num_samples: int = 16) -> DatasetHparams:
-        """Random byte sequences of the same length (masked the same way)."""
-        return _byte_stand_in(self, num_samples)
-
 
 @hparams
-class TextFilesHparams(DatasetHparams):
+class TextFilesHparams(_TextFields):
     """Your own text files, byte-level (:func:`~composer.datasets.text_file_dataloader`).
 
     Args:
@@ -408,22 +419,13 @@ class TextFilesHparams(DatasetHparams):
             token then serves; null for bytes. Default = None.
     """
 
-    paths: list[str]
-    seq_len: int = 128
-    num_workers: int = 0
-    mlm_probability: float | None = None
-    mask_token_id: int = 256
-    tokenizer: str | None = None
-
-    sample_fields: ClassVar[tuple[str, ...]] = ("seq_len",)
-    label_fields: ClassVar[tuple[str, ...]] = ("mlm_probability", "mask_token_id", "tokenizer")
+    paths: list[str] = dataclasses.field(kw_only=True)  # required: after the shared fields, which have defaults
 
     def validate(self) -> None:
         """Checks the sequence length, the masking and that files are named."""
-        _check_workers(self.num_workers)
-        _check_masking(self)
-        if self.seq_len < 1 or not self.paths:
-            raise ValueError(f"paths={self.paths!r} must name files and seq_len={self.seq_len!r} must be positive.")
+        super().validate()
+        if not self.paths:
+            raise ValueError(f"paths={self.paths!r} must name files; give the text files to read.")
 
     def initialize_object(self, batch_size: int, train: bool, seed: int = 0) -> DataSpec:
         """Returns the loader over the files."""
@@ -447,10 +449,6 @@ class TextFilesHparams(DatasetHparams):
             tokenizer=self.tokenizer,
         )
         return DataSpec(loader)
-
-    def synthetic(self, num_samples: int = 16) -> DatasetHparams:
-        """Random byte sequences of the same length (masked the same way)."""
-        return _byte_stand_in(self, num_samples)
 
 
 @derive_fields(HFDataset)
@@ -478,17 +476,6 @@ class HFDatasetHparams(DatasetHparams):
         if getattr(self, "text_column", None) is None:
             return super().synthetic(num_samples)
         return SyntheticTokensHparams(num_samples=num_samples, seq_len=getattr(self, "seq_len"))  # noqa: B009
-
-
-def _byte_stand_in(config: Any, num_samples: int) -> DatasetHparams:
-    """Random byte sequences with a byte-text config's length and masking: its synthetic stand-in."""
-    return SyntheticTokensHparams(
-        num_samples=num_samples,
-        seq_len=config.seq_len,
-        vocab_size=256,
-        mlm_probability=config.mlm_probability,
-        mask_token_id=config.mask_token_id,
-    )
 
 
 DATASETS: dict[str, type[DatasetHparams]] = {
