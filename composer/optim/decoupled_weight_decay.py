@@ -32,13 +32,14 @@ from torch.optim.optimizer import ParamsT
 
 from composer.optim._multi_tensor import adam_foreach, check_fused, default_foreach, sgd_foreach
 
-__all__ = ["DecoupledAdamW", "DecoupledSGDW"]
+__all__ = ["DecoupledAdamW", "DecoupledSGDW", "check_non_negative", "check_step_kind"]
 
 
-def _check_non_negative(**values: float) -> None:
+def check_non_negative(**values: float) -> None:
+    """Raises ValueError naming the first of ``values`` (hyperparameters by name) that is not a finite number >= 0."""
     for name, value in values.items():
         if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-            raise ValueError(f"{name}={value!r} must be a finite number >= 0.")
+            raise ValueError(f"{name}={value!r} must be a finite number >= 0; set {name} to 0 or a positive number.")
 
 
 def _decay_factor(group: dict[str, Any]) -> float:
@@ -47,14 +48,21 @@ def _decay_factor(group: dict[str, Any]) -> float:
     return float(1.0 - schedule * group["weight_decay"])
 
 
-def _check_step_kind(optimizer: str, foreach: bool | None, fused: bool | None) -> None:
+def check_step_kind(optimizer: str, foreach: bool | None, fused: bool | None) -> None:
+    """Raises unless ``foreach`` and ``fused`` are each True, False or None, and not both True.
+
+    Args:
+        optimizer: The optimizer (or its config) the message names.
+        foreach: Step all parameters at once with torch's ``_foreach_*`` operations; None: torch's default.
+        fused: Step with torch's fused kernel; None: not fused.
+    """
     for name, value in (("foreach", foreach), ("fused", fused)):
         if value is not None and not isinstance(value, bool):
             raise TypeError(f"{optimizer} {name}={value!r} must be True, False or None (torch's default).")
     if foreach and fused:
         raise ValueError(
             f"{optimizer} got foreach=True and fused=True; choose one: fused=True (one kernel per update) or "
-            "foreach=True (one kernel per operation)."
+            "foreach=True (one kernel per operation), or neither for torch's default."
         )
 
 
@@ -82,7 +90,7 @@ class _DecoupledWeightDecay(torch.optim.Optimizer):
         super().add_param_group(param_group)
         group = self.param_groups[-1]
         group.setdefault("initial_lr", group["lr"])
-        _check_step_kind(type(self).__name__, group.get("foreach"), group.get("fused"))
+        check_step_kind(type(self).__name__, group.get("foreach"), group.get("fused"))
         if group.get("fused"):
             check_fused(type(self).__name__, group["params"])
 
@@ -183,8 +191,8 @@ class DecoupledSGDW(_DecoupledWeightDecay):
         foreach: bool | None = None,
         fused: bool | None = None,
     ) -> None:
-        _check_non_negative(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay)
-        _check_step_kind(type(self).__name__, foreach, fused)
+        check_non_negative(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay)
+        check_step_kind(type(self).__name__, foreach, fused)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError(
                 f"nesterov=True needs momentum > 0 and dampening == 0 (got momentum={momentum!r}, "
@@ -260,8 +268,8 @@ class DecoupledAdamW(_DecoupledWeightDecay):
         foreach: bool | None = None,
         fused: bool | None = None,
     ) -> None:
-        _check_non_negative(lr=lr, eps=eps, weight_decay=weight_decay)
-        _check_step_kind(type(self).__name__, foreach, fused)
+        check_non_negative(lr=lr, eps=eps, weight_decay=weight_decay)
+        check_step_kind(type(self).__name__, foreach, fused)
         if len(betas) != 2 or not all(0.0 <= beta < 1.0 for beta in betas):
             raise ValueError(f"betas={betas!r} must be two numbers in [0, 1), for example (0.9, 0.999).")
         defaults = {

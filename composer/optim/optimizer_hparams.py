@@ -17,7 +17,6 @@ Example:
 from __future__ import annotations
 
 import abc
-import math
 import warnings
 from typing import ClassVar
 
@@ -25,7 +24,7 @@ import torch
 from torch.optim.optimizer import ParamsT
 
 from composer.core.hparams import Hparams, hparams
-from composer.optim.decoupled_weight_decay import DecoupledAdamW, DecoupledSGDW
+from composer.optim.decoupled_weight_decay import DecoupledAdamW, DecoupledSGDW, check_non_negative, check_step_kind
 
 __all__ = [
     "OPTIMIZERS",
@@ -37,21 +36,6 @@ __all__ = [
     "RMSpropHparams",
     "SGDHparams",
 ]
-
-
-def _check_non_negative(config: Hparams, *names: str) -> None:
-    for name in names:
-        value = getattr(config, name)
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(f"{name}={value!r} must be >= 0 and finite; set {name} to 0 or a positive number.")
-
-
-def _check_step_kind(config: Hparams) -> None:
-    if getattr(config, "foreach", None) and getattr(config, "fused", None):
-        raise ValueError(
-            f"{type(config).__name__} got foreach=True and fused=True; set one of them (fused=True: one kernel per "
-            "update; foreach=True: one kernel per operation), or neither for torch's default."
-        )
 
 
 def _warn_large_momentum(config: _SGDFields | RMSpropHparams) -> None:
@@ -99,8 +83,8 @@ class _SGDFields(OptimizerHparams):
 
         A momentum of 1 or more warns (see the module docstring).
         """
-        _check_non_negative(self, "lr", "momentum", "weight_decay", "dampening")
-        _check_step_kind(self)
+        check_non_negative(lr=self.lr, momentum=self.momentum, weight_decay=self.weight_decay, dampening=self.dampening)
+        check_step_kind(type(self).__name__, self.foreach, self.fused)
         _warn_large_momentum(self)
         if self.nesterov and (self.momentum <= 0 or self.dampening != 0):
             raise ValueError(
@@ -123,8 +107,8 @@ class _AdamFields(OptimizerHparams):
 
     def validate(self) -> None:
         """Checks the numbers (non-negative, finite, betas in [0, 1)), and that foreach and fused are not both set."""
-        _check_non_negative(self, "lr", "eps", "weight_decay")
-        _check_step_kind(self)
+        check_non_negative(lr=self.lr, eps=self.eps, weight_decay=self.weight_decay)
+        check_step_kind(type(self).__name__, self.foreach, self.fused)
         if not all(0.0 <= beta < 1.0 for beta in self.betas):
             raise ValueError(f"betas={self.betas!r} must be two numbers in [0, 1), for example (0.9, 0.999).")
 
@@ -248,7 +232,9 @@ class RMSpropHparams(OptimizerHparams):
 
     def validate(self) -> None:
         """Checks that the numeric fields are non-negative and finite; a momentum of 1 or more warns."""
-        _check_non_negative(self, "lr", "alpha", "eps", "momentum", "weight_decay")
+        check_non_negative(
+            lr=self.lr, alpha=self.alpha, eps=self.eps, momentum=self.momentum, weight_decay=self.weight_decay
+        )
         _warn_large_momentum(self)
 
     optimizer_class = torch.optim.RMSprop

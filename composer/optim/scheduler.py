@@ -1,24 +1,10 @@
 """Stateless learning-rate schedules: pure functions from the training state to a learning-rate multiplier.
 
-Each scheduler function reads ``state.timer`` (and ``state.max_duration`` for times in ``'dur'``) and returns the
-factor by which to multiply every parameter group's initial learning rate. It keeps no counter of its own, so it gives
-the same answer after a checkpoint resume or a change of ``max_duration``. :func:`to_lambda_lr` turns one or several of them
-into a :class:`torch.optim.lr_scheduler.LambdaLR` that the trainer steps after every batch.
-
-**Times.** Every time argument takes a time string (``'10ba'``, ``'2ep'``, ``'0.5dur'``) or a
-:class:`~composer.core.time.Time`. Times are resolved as floats (no rounding) against the run:
-
-* ``'dur'`` is a fraction of ``state.max_duration``;
-* every other time is multiplied by the scale schedule ratio ``ssr``;
-* when ``state.steps_per_epoch`` is known, epochs (and a ``'dur'`` of an epoch budget) become batches and are
-  compared with ``state.timer.batch``, so schedules move every batch; otherwise a time is compared with the timer's
-  counter of its own unit. Times that one scheduler compares with each other (a warmup and a total time, say) must
-  end up in one unit.
-
-**The scale schedule ratio (ssr).** The multiplier at time ``t`` with ``ssr=1`` equals the multiplier at time
-``t * s`` with ``ssr=s``, warmups and ``'dur'`` times included. The trainer has already multiplied
-``state.max_duration`` by ``s``, so ``'dur'`` times follow it without being scaled a second time, while every other
-time is multiplied by ``s`` here.
+The eleven scheduler functions (:mod:`~composer.optim.scheduler_functions`, re-exported here, with the rules by which
+their times and the scale schedule ratio ``ssr`` resolve) keep no counter of their own, so a schedule gives the same
+answer after a checkpoint resume or a change of ``max_duration``. This module turns one or several of them into a
+:class:`torch.optim.lr_scheduler.LambdaLR` that the trainer steps after every batch (:func:`to_lambda_lr`), and holds
+their configs and the ``SCHEDULERS`` registry that recipes name them by.
 
 Example:
     >>> import torch

@@ -200,15 +200,12 @@ def constant_scheduler(
 
     Args:
         state (State): The current Composer Trainer state.
-        ssr (float): The scale schedule ratio. In general, the learning rate computed by this scheduler at time
-            :math:`t` with an SSR of 1.0 should be the same as that computed by this scheduler at time
-            :math:`t \\times s` with an SSR of :math:`s`. Default = 1.0.
+        ssr (float): The scale schedule ratio (see the module docstring). Default = 1.0.
         factor (float): Factor. Default = 1.0.
         total_time (str or Time): Total time. Default = '1dur'.
 
     Returns:
-        float: The factor by which the Trainer multiplies each parameter group's initial learning rate
-            at the current time of ``state``.
+        float: The multiplier of each parameter group's initial learning rate at the current time of ``state``.
 
     Example:
         >>> import torch
@@ -237,16 +234,13 @@ def linear_scheduler(
 
     Args:
         state (State): The current Composer Trainer state.
-        ssr (float): The scale schedule ratio. In general, the learning rate computed by this scheduler at time
-            :math:`t` with an SSR of 1.0 should be the same as that computed by this scheduler at time
-            :math:`t \\times s` with an SSR of :math:`s`. Default = 1.0.
+        ssr (float): The scale schedule ratio (see the module docstring). Default = 1.0.
         start_factor (float): Start factor. Default = 1.0.
         end_factor (float): End factor. Default = 0.0.
         total_time (str or Time): Total time. Default = '1dur'.
 
     Returns:
-        float: The factor by which the Trainer multiplies each parameter group's initial learning rate
-            at the current time of ``state``.
+        float: The multiplier of each parameter group's initial learning rate at the current time of ``state``.
 
     Example:
         >>> import torch
@@ -272,14 +266,11 @@ def exponential_scheduler(state: State, *, ssr: float = 1.0, gamma: float) -> fl
 
     Args:
         state (State): The current Composer Trainer state.
-        ssr (float): The scale schedule ratio. In general, the learning rate computed by this scheduler at time
-            :math:`t` with an SSR of 1.0 should be the same as that computed by this scheduler at time
-            :math:`t \\times s` with an SSR of :math:`s`. Default = 1.0.
+        ssr (float): The scale schedule ratio (see the module docstring). Default = 1.0.
         gamma (float): Gamma, the multiplicative decay per epoch.
 
     Returns:
-        float: The factor by which the Trainer multiplies each parameter group's initial learning rate
-            at the current time of ``state``.
+        float: The multiplier of each parameter group's initial learning rate at the current time of ``state``.
 
     Example:
         >>> import torch
@@ -307,15 +298,12 @@ def step_scheduler(state: State, *, ssr: float = 1.0, step_size: str | Time[Any]
 
     Args:
         state (State): The current Composer Trainer state.
-        ssr (float): The scale schedule ratio. In general, the learning rate computed by this scheduler at time
-            :math:`t` with an SSR of 1.0 should be the same as that computed by this scheduler at time
-            :math:`t \\times s` with an SSR of :math:`s`. Default = 1.0.
+        ssr (float): The scale schedule ratio (see the module docstring). Default = 1.0.
         step_size (str or Time): Time between two decays.
         gamma (float): Gamma. Default = 0.1.
 
     Returns:
-        float: The factor by which the Trainer multiplies each parameter group's initial learning rate
-            at the current time of ``state``.
+        float: The multiplier of each parameter group's initial learning rate at the current time of ``state``.
 
     Example:
         >>> import torch
@@ -350,15 +338,12 @@ def multi_step_scheduler(
 
     Args:
         state (State): The current Composer Trainer state.
-        ssr (float): The scale schedule ratio. In general, the learning rate computed by this scheduler at time
-            :math:`t` with an SSR of 1.0 should be the same as that computed by this scheduler at time
-            :math:`t \\times s` with an SSR of :math:`s`. Default = 1.0.
+        ssr (float): The scale schedule ratio (see the module docstring). Default = 1.0.
         milestones (list of str or Time): Milestones.
         gamma (float): Gamma. Default = 0.1.
 
     Returns:
-        float: The factor by which the Trainer multiplies each parameter group's initial learning rate
-            at the current time of ``state``.
+        float: The multiplier of each parameter group's initial learning rate at the current time of ``state``.
 
     Example:
         >>> import torch
@@ -381,15 +366,12 @@ def cosine_annealing_scheduler(
 
     Args:
         state (State): The current Composer Trainer state.
-        ssr (float): The scale schedule ratio. In general, the learning rate computed by this scheduler at time
-            :math:`t` with an SSR of 1.0 should be the same as that computed by this scheduler at time
-            :math:`t \\times s` with an SSR of :math:`s`. Default = 1.0.
+        ssr (float): The scale schedule ratio (see the module docstring). Default = 1.0.
         t_max (str or Time): Total time. Default = '1dur'.
         min_factor (float): Minimum factor. Default = 0.0.
 
     Returns:
-        float: The factor by which the Trainer multiplies each parameter group's initial learning rate
-            at the current time of ``state``.
+        float: The multiplier of each parameter group's initial learning rate at the current time of ``state``.
 
     Example:
         >>> import torch
@@ -437,16 +419,13 @@ def cosine_annealing_warm_restarts_scheduler(
 
     Args:
         state (State): The current Composer Trainer state.
-        ssr (float): The scale schedule ratio. In general, the learning rate computed by this scheduler at time
-            :math:`t` with an SSR of 1.0 should be the same as that computed by this scheduler at time
-            :math:`t \\times s` with an SSR of :math:`s`. Default = 1.0.
+        ssr (float): The scale schedule ratio (see the module docstring). Default = 1.0.
         t_0 (str or Time): The first cycle's duration.
         t_mult (float): The multiplier for subsequent cycles' durations. Default = 1.0.
         min_factor (float): Minimum factor. Default = 0.0.
 
     Returns:
-        float: The factor by which the Trainer multiplies each parameter group's initial learning rate
-            at the current time of ``state``.
+        float: The multiplier of each parameter group's initial learning rate at the current time of ``state``.
 
     Example:
         >>> import torch
@@ -475,16 +454,13 @@ def polynomial_scheduler(
 
     Args:
         state (State): The current Composer Trainer state.
-        ssr (float): The scale schedule ratio. In general, the learning rate computed by this scheduler at time
-            :math:`t` with an SSR of 1.0 should be the same as that computed by this scheduler at time
-            :math:`t \\times s` with an SSR of :math:`s`. Default = 1.0.
+        ssr (float): The scale schedule ratio (see the module docstring). Default = 1.0.
         t_max (str or Time): Total time. Default = '1dur'.
         power (float): Power.
         min_factor (float): Minimum factor. Default = 0.0.
 
     Returns:
-        float: The factor by which the Trainer multiplies each parameter group's initial learning rate
-            at the current time of ``state``.
+        float: The multiplier of each parameter group's initial learning rate at the current time of ``state``.
 
     Example:
         >>> import torch
@@ -518,16 +494,13 @@ def multi_step_with_warmup_scheduler(
 
     Args:
         state (State): The current Composer Trainer state.
-        ssr (float): The scale schedule ratio. In general, the learning rate computed by this scheduler at time
-            :math:`t` with an SSR of 1.0 should be the same as that computed by this scheduler at time
-            :math:`t \\times s` with an SSR of :math:`s`. Default = 1.0.
+        ssr (float): The scale schedule ratio (see the module docstring). Default = 1.0.
         warmup_time (str or Time): Warmup time.
         milestones (list of str or Time): Milestones.
         gamma (float): Gamma. Default = 0.1.
 
     Returns:
-        float: The factor by which the Trainer multiplies each parameter group's initial learning rate
-            at the current time of ``state``.
+        float: The multiplier of each parameter group's initial learning rate at the current time of ``state``.
 
     Example:
         >>> import torch
@@ -566,17 +539,14 @@ def linear_with_warmup_scheduler(
 
     Args:
         state (State): The current Composer Trainer state.
-        ssr (float): The scale schedule ratio. In general, the learning rate computed by this scheduler at time
-            :math:`t` with an SSR of 1.0 should be the same as that computed by this scheduler at time
-            :math:`t \\times s` with an SSR of :math:`s`. Default = 1.0.
+        ssr (float): The scale schedule ratio (see the module docstring). Default = 1.0.
         warmup_time (str or Time): Warmup time.
         start_factor (float): Start factor. Default = 1.0.
         end_factor (float): End factor. Default = 0.0.
         total_time (str or Time): Total time. Default = '1dur'.
 
     Returns:
-        float: The factor by which the Trainer multiplies each parameter group's initial learning rate
-            at the current time of ``state``.
+        float: The multiplier of each parameter group's initial learning rate at the current time of ``state``.
 
     Example:
         >>> import torch
@@ -612,16 +582,13 @@ def cosine_annealing_with_warmup_scheduler(
 
     Args:
         state (State): The current Composer Trainer state.
-        ssr (float): The scale schedule ratio. In general, the learning rate computed by this scheduler at time
-            :math:`t` with an SSR of 1.0 should be the same as that computed by this scheduler at time
-            :math:`t \\times s` with an SSR of :math:`s`. Default = 1.0.
+        ssr (float): The scale schedule ratio (see the module docstring). Default = 1.0.
         warmup_time (str or Time): Warmup time.
         t_max (str or Time): Total time. Default = '1dur'.
         min_factor (float): Minimum factor. Default = 0.0.
 
     Returns:
-        float: The factor by which the Trainer multiplies each parameter group's initial learning rate
-            at the current time of ``state``.
+        float: The multiplier of each parameter group's initial learning rate at the current time of ``state``.
 
     Example:
         >>> import torch

@@ -260,6 +260,20 @@ def _onnx_export(
     dynamo: bool,
 ) -> tuple[str, str | None]:
     _require("onnx", "An ONNX export")
+
+    def export(**exporter: Any) -> None:  # torch.onnx.export with what both exporters take; its warnings hidden
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation: the reason is given below
+            torch.onnx.export(
+                network,
+                inputs,
+                str(path),
+                input_names=input_names,
+                output_names=output_names,
+                opset_version=opset_version,
+                **exporter,
+            )
+
     reason: str | None = None
     if dynamo and importlib.util.find_spec("onnxscript") is None:
         reason = "onnxscript, which the dynamo-based exporter needs, is not installed"
@@ -267,20 +281,7 @@ def _onnx_export(
         batch = torch.export.Dim("batch", min=1)
         shapes = tuple({0: batch} for _ in inputs) if dynamic_batch else None
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                torch.onnx.export(
-                    network,
-                    inputs,
-                    str(path),
-                    dynamo=True,
-                    input_names=input_names,
-                    output_names=output_names,
-                    opset_version=opset_version,
-                    dynamic_shapes=shapes,
-                    external_data=False,
-                    verbose=False,
-                )
+            export(dynamo=True, dynamic_shapes=shapes, external_data=False, verbose=False)
             return "torch.onnx.export(dynamo=True)", None
         except Exception as error:  # the exporter raises many kinds of errors; the message says which
             reason = f"the dynamo-based exporter failed: {type(error).__name__}: {str(error).strip().splitlines()[0]}"
@@ -288,21 +289,8 @@ def _onnx_export(
         warnings.warn(
             f"ONNX export of {type(network).__name__} uses the TorchScript-based exporter: {reason}.", stacklevel=3
         )
-    axes = None
-    if dynamic_batch:
-        axes = {name: {0: "batch"} for name in [*input_names, *output_names]}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # its deprecation warning; the reason was given above
-        torch.onnx.export(
-            network,
-            inputs,
-            str(path),
-            dynamo=False,
-            input_names=input_names,
-            output_names=output_names,
-            opset_version=opset_version,
-            dynamic_axes=axes,
-        )
+    axes = {name: {0: "batch"} for name in [*input_names, *output_names]} if dynamic_batch else None
+    export(dynamo=False, dynamic_axes=axes)
     return "torch.onnx.export(dynamo=False)", reason
 
 

@@ -161,7 +161,7 @@ def test_a_large_momentum_warns_and_a_non_finite_learning_rate_is_refused(tmp_pa
     )
     with pytest.warns(UserWarning, match=r"SGDHparams momentum=152\.0 is outside \[0, 1\).*almost surely a typo"):
         assert load_recipe(path, ["optimizer.sgd.momentum=152"]).optimizer.momentum == 152
-    with pytest.raises(ConfigError, match=r"^optimizer\.sgd: Invalid SGDHparams: lr=nan must be >= 0 and finite"):
+    with pytest.raises(ConfigError, match=r"^optimizer\.sgd: Invalid SGDHparams: lr=nan must be a finite number >= 0"):
         load_recipe(path, ["optimizer.sgd.lr=.nan"])
 
 

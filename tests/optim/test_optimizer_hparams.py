@@ -112,7 +112,7 @@ def test_errors_name_the_class_and_the_field() -> None:
         SGDHparams.from_dict({})
     with pytest.raises(ValueError, match=r"Invalid AdamHparams: field 'eps' received 'tiny' \(str\) but expects float"):
         AdamHparams.from_dict({"eps": "tiny"})
-    with pytest.raises(ValueError, match=r"Invalid RMSpropHparams: lr=-1.0 must be >= 0"):
+    with pytest.raises(ValueError, match=r"Invalid RMSpropHparams: lr=-1.0 must be a finite number >= 0"):
         RMSpropHparams(lr=-1.0)
     with pytest.raises(ValueError, match=r"betas=\(0.9, 1.5\)"):
         DecoupledAdamWHparams(betas=(0.9, 1.5))
