@@ -8,12 +8,12 @@ from typing import Any
 
 import torch
 
-from composer.callbacks.interval import parse_interval
 from composer.core.callback import Callback
 from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.core.time import Time, TimeUnit
+from composer.utils.interval import parse_interval
 
 __all__ = ["ActivationMonitor", "ActivationMonitorHparams", "activation_stats", "select_modules"]
 

@@ -7,12 +7,12 @@ import importlib
 import time
 from typing import Any
 
-from composer.callbacks.interval import parse_interval
 from composer.core.callback import Callback
 from composer.core.hparams import hparams_for
 from composer.core.logging.logger import Logger
 from composer.core.state import State
 from composer.core.time import Time, TimeUnit
+from composer.utils.interval import parse_interval
 
 __all__ = ["SystemMetricsMonitor", "SystemMetricsMonitorHparams", "gpu_metrics", "open_nvml", "system_metrics"]
 

@@ -6,13 +6,12 @@ from typing import TYPE_CHECKING, Any
 
 from composer.core.logging.logger import LogLevel
 from composer.core.time import Time, TimeUnit
+from composer.utils.interval import parse_interval
 
 if TYPE_CHECKING:
     from composer.core.state import State
 
 __all__ = ["LogInterval"]
-
-_UNITS = (TimeUnit.BATCH, TimeUnit.EPOCH)
 
 
 class LogInterval:
@@ -40,18 +39,7 @@ class LogInterval:
 
     def __init__(self, log_level: LogLevel | str | int, interval: str | Time[Any] | int = "1ba") -> None:
         self.log_level = LogLevel.parse(log_level)
-        try:
-            parsed = Time.from_input(interval, default_unit=TimeUnit.BATCH)
-        except (TypeError, ValueError) as error:
-            raise ValueError(
-                f"log_interval={interval!r} is not a time: {error}. Give batches or epochs, e.g. '10ba' or '1ep'."
-            ) from None
-        if parsed.unit not in _UNITS or parsed.value < 1 or not isinstance(parsed.value, int):
-            raise ValueError(
-                f"log_interval={interval!r} must be a whole number of batches or epochs of at least 1, e.g. '10ba' "
-                f"or '1ep'; units {[u.value for u in _UNITS]} are allowed."
-            )
-        self.interval: Time[int] = parsed
+        self.interval: Time[int] = parse_interval(interval, "log_interval")
 
     def due(self, *, batch: int, epoch: int, log_level: LogLevel) -> bool:
         """Whether a value logged at ``log_level`` when the timer reads ``batch`` and ``epoch`` is written."""

@@ -1,4 +1,4 @@
-"""How often a monitor runs: a whole number of batches or epochs, parsed from ``'10ba'``, ``'1ep'`` or an int."""
+"""How often a monitor or a destination acts: a whole number of batches or epochs (``'10ba'``, ``'1ep'``, an int)."""
 
 from __future__ import annotations
 
