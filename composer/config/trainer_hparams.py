@@ -345,26 +345,20 @@ class TrainerHparams(Hparams):
         if model is not None:  # changed as INIT will, before the optimizer and the dry run below see it
             for key, change in method_surgery(self.algorithms):
                 _attempt(problems, key, functools.partial(change, model))
-        train_dataset, eval_dataset, optimizer_config = self.train_dataset, self.eval_dataset, self.optimizer
-        train_data = _attempt(
-            problems,
-            self._path("train_dataset"),
-            lambda: train_dataset.initialize_object(self.train_batch_size, True, seed),
-        )
-        eval_data = None
-        if eval_dataset is not None:
-            eval_batch_size = self.eval_batch_size or self.train_batch_size
-            eval_data = _attempt(
-                problems,
-                self._path("eval_dataset"),
-                lambda: eval_dataset.initialize_object(eval_batch_size, False, seed),
-            )
+        data: dict[str, Any] = {}
+        for field, batch_size, train in (
+            ("train_dataset", self.train_batch_size, True),
+            ("eval_dataset", self.eval_batch_size or self.train_batch_size, False),
+        ):
+            config = getattr(self, field)
+            if config is not None:
+                build = functools.partial(config.initialize_object, batch_size, train, seed)
+                data[field] = _attempt(problems, self._path(field), build)
+        train_data, eval_data = data.get("train_dataset"), data.get("eval_dataset")
         optimizer = None
-        if optimizer_config is not None and model is not None:
-            parameters = model.parameters()
-            optimizer = _attempt(
-                problems, self._path("optimizer"), lambda: optimizer_config.initialize_object(parameters)
-            )
+        if self.optimizer is not None and model is not None:
+            build_optimizer = functools.partial(self.optimizer.initialize_object, model.parameters())
+            optimizer = _attempt(problems, self._path("optimizer"), build_optimizer)
         built: dict[str, Any] = {
             field: [
                 _attempt(problems, f"{field}.{name}", entry.initialize_object)
