@@ -240,6 +240,54 @@ def format_outliers(runs: Sequence[dict[str, Any]], metric: str = "Accuracy", fa
     return "\n".join(lines)
 
 
+# Where a point's label may go, in points from the point, in order of preference: right, left, above, below.
+_LABEL_OFFSETS = [(5, -11), (5, 4), (-5, -11), (-5, 4), (-8, 8), (-8, -17), (8, 10), (8, -20)]
+
+
+def _place_labels(
+    figure: Any,
+    axes: Any,
+    labels: Sequence[tuple[float, float, str, str]],
+    bars: Sequence[tuple[float, float, float, float]],
+) -> None:
+    """Writes each (x, y, text, colour) label next to its point where it overlaps the fewest markers, error bars
+    (``bars``: x, y, x error, y error) and other labels."""
+    figure.canvas.draw()  # fixes the axes' limits, so data coordinates map to pixels
+    pixels = figure.dpi / 72
+    marker = 5 * pixels  # a marker's half size
+    taken = []
+    for x, y, x_err, y_err in bars:
+        (left, bottom), (right, top) = axes.transData.transform([(x - x_err, y - y_err), (x + x_err, y + y_err)])
+        (px, py) = axes.transData.transform((x, y))
+        taken += [(px - marker, py - marker, px + marker, py + marker)]
+        taken += [(left, py - pixels, right, py + pixels), (px - pixels, bottom, px + pixels, top)]
+    for x, y, text, colour in labels:
+        px, py = axes.transData.transform((x, y))
+        width, height = 7 * 0.6 * len(text) * pixels, 7 * pixels  # a 7-point font's box
+        candidates = []
+        for dx, dy in _LABEL_OFFSETS:
+            left = px + dx * pixels - (width if dx < 0 else 0)
+            box = (left, py + dy * pixels, left + width, py + dy * pixels + height)
+            overlaps = sum(_overlap(box, other) for other in taken)
+            candidates.append((overlaps, box, (dx, dy)))
+        overlaps, box, (dx, dy) = min(candidates, key=lambda candidate: candidate[0])
+        taken.append(box)
+        axes.annotate(
+            text,
+            (x, y),
+            textcoords="offset points",
+            xytext=(dx, dy),
+            ha="right" if dx < 0 else "left",
+            fontsize=7,
+            color=colour,
+        )
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
+    """The area two (left, bottom, right, top) boxes share."""
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
 def plot_pareto(points: Sequence[Point], baseline: str, path: str | Path, metric: str = "Accuracy") -> Path:
     """Draws time against the metric: the baseline's frontier and every recipe's points, with seed spreads.
 
@@ -256,6 +304,7 @@ def plot_pareto(points: Sequence[Point], baseline: str, path: str | Path, metric
         ImportError: Without matplotlib.
     """
     import matplotlib
+    import matplotlib.colors
 
     matplotlib.use("Agg")  # no display needed
     import matplotlib.pyplot as plt
@@ -264,6 +313,8 @@ def plot_pareto(points: Sequence[Point], baseline: str, path: str | Path, metric
     figure, axes = plt.subplots(figsize=(7, 4.5))
     names = list(dict.fromkeys(p.recipe for p in points))
     markers = "osD^v<>ph*"
+    labels: list[tuple[float, float, str, str]] = []
+    bars: list[tuple[float, float, float, float]] = []  # each point's x, y and error bars: labels keep off them
     for index, name in enumerate(names):
         mine = sorted((p for p in points if p.recipe == name), key=lambda p: p.time)
         axes.errorbar(
@@ -275,10 +326,9 @@ def plot_pareto(points: Sequence[Point], baseline: str, path: str | Path, metric
             capsize=3,
             label=f"{name} (baseline)" if name == baseline else name,
         )
-        for p in mine:
-            axes.annotate(
-                p.duration, (p.time, scale.show(p.value)), textcoords="offset points", xytext=(4, -10), fontsize=7
-            )
+        colour = matplotlib.colors.to_hex(axes.get_lines()[-1].get_color())
+        labels += [(p.time, scale.show(p.value), p.duration, colour) for p in mine]
+        bars += [(p.time, scale.show(p.value), p.time_std, scale.show(p.value_std)) for p in mine]
     frontier = _frontier(points, baseline, scale)
     axes.plot(
         [t for t, _ in frontier],
@@ -294,6 +344,7 @@ def plot_pareto(points: Sequence[Point], baseline: str, path: str | Path, metric
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8)
     figure.tight_layout()
+    _place_labels(figure, axes, labels, bars)
     out = Path(path)
     figure.savefig(out, dpi=120)
     plt.close(figure)

@@ -45,6 +45,7 @@ class Page:
     module: str
     documented: list[str] = field(default_factory=list)
     elsewhere: dict[str, str] = field(default_factory=dict)  # name -> the full path where it is documented
+    folded: list[Page] = field(default_factory=list)  # near-empty subpackages shown as sections of this page
 
     @property
     def uri(self) -> str:
@@ -77,6 +78,20 @@ def _key(module: str, name: str, value: Any) -> Any:
     return id(value)
 
 
+def _reading_order(module: str, names: list[str]) -> list[str]:
+    """``names`` (from ``module.__all__``) in the order a reader wants them on the page.
+
+    The class the module is named after first (``Trainer`` on ``composer.trainer``), the configs (``*Hparams``) after
+    everything they configure (the scheduler functions before their Hparams), otherwise ``__all__``'s order.
+    """
+    noun = module.rpartition(".")[2].replace("_", "")
+
+    def rank(name: str) -> int:
+        return 0 if name.lower() == noun else 2 if name.endswith("Hparams") else 1
+
+    return sorted(names, key=rank)  # stable: the order of __all__ within each rank
+
+
 def reference_pages() -> list[Page]:
     """Every reference page, each name documented on exactly one of them."""
     pages: list[Page] = []
@@ -84,7 +99,7 @@ def reference_pages() -> list[Page]:
     for module_name in reference_modules():
         module = importlib.import_module(module_name)
         page = Page(module_name)
-        for name in module.__all__:
+        for name in _reading_order(module_name, list(module.__all__)):
             key = _key(module_name, name, getattr(module, name))
             if key in documented_at:
                 page.elsewhere[name] = documented_at[key]
@@ -93,6 +108,36 @@ def reference_pages() -> list[Page]:
                 page.documented.append(name)
         pages.append(page)
     return pages
+
+
+# A subpackage that documents at most this many names of its own is a section of its parent's page, not a page.
+NEAR_EMPTY = 1
+
+
+def fold_near_empty(pages: list[Page]) -> list[Page]:
+    """``pages`` without the near-empty ones, each folded into its parent package's page (``Page.folded``).
+
+    A page of a subpackage that documents at most :data:`NEAR_EMPTY` names (``composer.algorithms.mixup``, whose
+    names are all documented under ``composer.algorithms`` and ``composer.functional``) would be an empty page in the
+    navigation; its parent's page shows its docstring and its own names instead.
+    """
+    by_module = {page.module: page for page in pages}
+    kept = []
+    for page in pages:
+        parent = by_module.get(page.module.rpartition(".")[0])
+        if parent is not None and len(page.documented) <= NEAR_EMPTY:
+            parent.folded.append(page)
+        else:
+            kept.append(page)
+    return kept
+
+
+def page_of(pages: list[Page]) -> dict[str, str]:
+    """Module -> the page that shows it: its own, or its parent's where it is folded."""
+    return {
+        **{folded.module: page.uri for page in pages for folded in page.folded},
+        **{page.module: page.uri for page in pages},
+    }
 
 
 def public_names() -> dict[str, Any]:

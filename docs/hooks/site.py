@@ -16,6 +16,8 @@ them at the site's pages.
 from __future__ import annotations
 
 import importlib
+import inspect
+import json
 import posixpath
 import re
 import sys
@@ -60,17 +62,19 @@ def _cards() -> dict[str, str]:
     }
 
 
-def site_pages(modules: list[str]) -> dict[str, str]:
+def site_pages(modules: list[str] | dict[str, str]) -> dict[str, str]:
     """Every repository path the site shows as a generated page: repository path -> page path.
 
     The notes, the method cards (and their folder, ``composer/algorithms``, as the cards' index), the README as the home
-    page, and the source of each module in ``modules`` (its ``__init__.py``, or its ``.py`` file) as its reference page.
-    So a page links to the repository's file, which works on the repository host, and the site shows the page.
+    page, and the source of each module in ``modules`` (its ``__init__.py``, or its ``.py`` file) as its reference page
+    (``modules`` may map a module to the page that shows it, :func:`reference.page_of`). So a page links to the
+    repository's file, which works on the repository host, and the site shows the page.
     """
     pages = {**NOTES, **_cards(), "composer/algorithms": "methods/index.md", "README.md": "index.md"}
-    for module in modules:
+    uris = modules if isinstance(modules, dict) else {module: f"reference/{module}.md" for module in modules}
+    for module, uri in uris.items():
         path = module.replace(".", "/")
-        pages[f"{path}/__init__.py" if (ROOT / path).is_dir() else f"{path}.py"] = f"reference/{module}.md"
+        pages[f"{path}/__init__.py" if (ROOT / path).is_dir() else f"{path}.py"] = uri
     return pages
 
 
@@ -106,8 +110,9 @@ def rewrite_links(text: str, source: str, page: str, assets: dict[str, str], pag
 
 
 def _card_markdown(text: str) -> str:
-    # Card examples are doctests in plain fences: highlight them as Python console sessions.
-    return re.sub(r"^```\n(?=>>> )", "```pycon\n", text, flags=re.M)
+    # Card examples are doctests (in plain or python fences): highlight them as Python console sessions, so that the
+    # prompts and the output are marked as such (and the copy button leaves them out).
+    return re.sub(r"^```(?:python)?\n(?=>>> )", "```pycon\n", text, flags=re.M)
 
 
 def _reference_markdown(page: reference.Page) -> str:
@@ -131,17 +136,26 @@ def _reference_markdown(page: reference.Page) -> str:
         ]
         lines += [f"| `{name}` | [`{path}`][{path}] |" for name, path in page.elsewhere.items()]
         lines.append("")
+    lines += _names_markdown(page, level=2)
+    for folded in page.folded:  # a near-empty subpackage: its docstring and its own names, a level down
+        lines += [f"::: {folded.module}", "    options:", "      members: false", "      heading_level: 2", ""]
+        lines += _names_markdown(folded, level=3)
+    return "\n".join(lines)
+
+
+def _names_markdown(page: reference.Page, level: int) -> list[str]:
+    lines: list[str] = []
     module = importlib.import_module(page.module)
     for name in page.documented:
         path = f"{page.module}.{name}"
         source = reference.source_path(path, getattr(module, name))
         if source == path:
-            lines += [f"::: {path}", "    options:", "      heading_level: 2", ""]
+            lines += [f"::: {path}", "    options:", f"      heading_level: {level}", ""]
         else:  # shadowed by its module: rendered from its definition, under the path users type
             # `[](){#id}` (attr_list) is an anchor autorefs registers, so `[text][path]` links here; a raw <a id> is not.
-            lines += [f"[](){{#{path}}}", "", f"::: {source}", "    options:", "      heading_level: 2"]
+            lines += [f"[](){{#{path}}}", "", f"::: {source}", "    options:", f"      heading_level: {level}"]
             lines += [f"      heading: {path}", f"      toc_label: {name}", ""]
-    return "\n".join(lines)
+    return lines
 
 
 def _reference_index(pages: list[reference.Page]) -> str:
@@ -155,7 +169,9 @@ def _reference_index(pages: list[reference.Page]) -> str:
         "|---|---|",
     ]
     for page in pages:
-        lines.append(f"| [`{page.module}`]({page.module}.md) | {len(page.documented)} |")
+        count = len(page.documented) + sum(len(folded.documented) for folded in page.folded)
+        folded = ", ".join(f"`{folded.module}`" for folded in page.folded)
+        lines.append(f"| [`{page.module}`]({page.module}.md) | {count}{f' (with {folded})' if folded else ''} |")
     return "\n".join(lines) + "\n"
 
 
@@ -201,14 +217,69 @@ _STATE: dict[str, Any] = {}
 
 def on_config(config: Any) -> Any:
     """Adds the generated sections to the navigation."""
-    pages = reference.reference_pages()
+    pages = reference.fold_near_empty(reference.reference_pages())
     cards = _cards()
-    _STATE.update(pages=pages, cards=cards, site_pages=site_pages([page.module for page in pages]))
+    _STATE.update(pages=pages, cards=cards, site_pages=site_pages(reference.page_of(pages)))
     titles = {page: (ROOT / source).read_text().splitlines()[0].lstrip("# ").strip() for source, page in cards.items()}
     config.nav.append({"Method cards": ["methods/index.md", *({title: page} for page, title in titles.items())]})
-    config.nav.append({"API reference": ["reference/index.md", *(page.uri for page in pages)]})
+    config.nav.append({"API reference": ["reference/index.md", *_reference_nav(pages)]})
     config.nav.append({"Notes": [{NOTE_TITLES[page]: page} for page in NOTES.values()]})
     return config
+
+
+def _reference_nav(pages: list[reference.Page]) -> list[Any]:
+    """The reference pages grouped by package (``composer.algorithms`` holds ``composer.algorithms.mixup``)."""
+    groups: dict[str, list[str]] = {}
+    for page in pages:
+        groups.setdefault(".".join(page.module.split(".")[:2]), []).append(page.uri)
+    return [uris[0] if len(uris) == 1 else {package: uris} for package, uris in groups.items()]
+
+
+# Search: the guides and the method cards answer the words users type ("resume", "DDP", "warmup"), so they rank above
+# the API reference. A class's members (an attribute ``resume_state``, a property ``ddp_model``) would otherwise win
+# on their title alone; on_post_build ranks them lower still (MEMBER_BOOST).
+SEARCH_BOOST = {"guides/": 8.0, "methods/": 6.0}
+MEMBER_BOOST = 0.01
+
+
+def _search_boost(uri: str) -> float | None:
+    return next((boost for prefix, boost in SEARCH_BOOST.items() if uri.startswith(prefix)), None)
+
+
+def _is_class_member(path: str, modules: dict[str, Any]) -> bool:
+    """Whether the dotted ``path`` (an API reference anchor) names an attribute or method of a class.
+
+    ``modules`` caches each dotted prefix's module (None where it is not one): most prefixes are classes, and a failed
+    import is slow.
+    """
+    parts = path.split(".")[:-1]
+    for cut in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:cut])
+        if prefix not in modules:
+            try:
+                modules[prefix] = importlib.import_module(prefix)
+            except ImportError:
+                modules[prefix] = None
+        if modules[prefix] is not None:
+            obj = modules[prefix]
+            for name in parts[cut:]:
+                obj = getattr(obj, name, None)
+            return inspect.isclass(obj)
+    return False
+
+
+def on_post_build(config: Any) -> None:
+    """Ranks the API reference's class members below everything else in the search index Material wrote."""
+    index = Path(config.site_dir) / "search" / "search_index.json"
+    if not index.is_file():
+        return
+    data = json.loads(index.read_text())
+    modules: dict[str, Any] = {}
+    for entry in data["docs"]:
+        page, _, anchor = entry["location"].partition("#")
+        if page.startswith("reference/") and anchor.startswith("composer.") and _is_class_member(anchor, modules):
+            entry["boost"] = entry.get("boost", 1.0) * MEMBER_BOOST
+    index.write_text(json.dumps(data, separators=(",", ":")))
 
 
 def _add(files: Files, config: Any, uri: str, content: str | bytes) -> None:
@@ -248,7 +319,13 @@ def _add_assets(files: Files, config: Any) -> None:
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
-    """Points the links of the pages written under docs/ (which link to the repository's files) at the site's pages."""
+    """Points the links of the pages written under docs/ (which link to the repository's files) at the site's pages.
+
+    Also sets the page's search boost (:data:`SEARCH_BOOST`) unless its front matter sets one.
+    """
+    boost = _search_boost(page.file.src_uri)
+    if boost is not None and "boost" not in (page.meta.get("search") or {}):
+        page.meta["search"] = {**(page.meta.get("search") or {}), "boost": boost}
     if page.file.generated_by is not None:  # a card or a note: rewritten when it was added
         return markdown
     uri = page.file.src_uri

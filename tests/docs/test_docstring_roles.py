@@ -38,7 +38,13 @@ def hook() -> ModuleType:
             '<autoref identifier="composer.Trainer.fit" optional><code>fit</code></autoref>',
         ),
         (":class:`torch.nn.Module`", "`torch.nn.Module`"),
-        (":math:`x^2`", "`x^2`"),
+        (":math:`x^2`", "*x^2*"),
+        (":math:`t \\times s`", "*t \u00d7 s*"),
+        # An RST link, even across lines, is a link a reader can click, not code.
+        (
+            "Introduced in `RandAugment: Practical automated\n    data augmentation <https://arxiv.org/abs/1909.13719>`_ (Cubuk)",
+            "Introduced in [RandAugment: Practical automated data augmentation](https://arxiv.org/abs/1909.13719) (Cubuk)",
+        ),
     ],
 )
 def test_roles_become_references_to_the_named_object(hook: ModuleType, text: str, expected: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -99,11 +100,9 @@ def test_site_builds_strict_and_every_internal_link_resolves(site):
     assert 'id="composer.algorithms.MixUp"' in (site / "reference" / "composer.algorithms" / "index.html").read_text()
     functional = (site / "reference" / "composer.functional" / "index.html").read_text()
     assert 'id="composer.functional.mixup_batch"' in functional
-    # A function shadowed by its module (composer.algorithms.colout.colout) is linked to under its public path.
-    assert (
-        'href="../composer.functional/#composer.functional.colout"'
-        in (site / "reference" / "composer.algorithms.colout" / "index.html").read_text()
-    )
+    # A function shadowed by its module (composer.algorithms.randaugment.randaugment) is linked to under its public
+    # path: randaugment_image is documented as composer.functional.randaugment, on the same page.
+    assert 'href="#composer.functional.randaugment"' in functional
     for figure in ("event_loop.svg", "lr_curves.png", "digits_compare.png"):
         assert (site / "images" / figure).stat().st_size > 1000, figure
     assert (site / "methods" / "mixup" / "index.html").is_file()
@@ -118,6 +117,33 @@ def test_method_cards_index_shows_each_tldr_and_the_cards_show_their_pictures(si
         tldr = card.read_text().split("## TL;DR\n\n", 1)[1]
         first_words = " ".join(tldr.split()[:3]).replace("`", "")
         assert first_words in re.sub(r"</?code>", "", index), (card.parent.name, first_words)
+    # A card's doctests are console sessions: their prompts are marked, so the copy button can leave them out.
+    assert '<span class="gp">&gt;&gt;&gt; </span>' in (site / "methods" / "mixup" / "index.html").read_text()
     for name in ("blurpool", "colout", "cutout", "mixup", "progressive_resizing", "scale_schedule"):
         assert (site / "images" / "methods" / f"{name}.png").stat().st_size > 5000, name
         assert f'src="../../images/methods/{name}.png"' in (site / "methods" / name / "index.html").read_text(), name
+
+
+@pytest.mark.slow
+def test_reference_reads_in_order_and_search_ranks_guides_above_members(site):
+    trainer = (site / "reference" / "composer.trainer" / "index.html").read_text()
+    # The Trainer first on its page; the scheduler functions before their configs.
+    assert trainer.index('id="composer.trainer.Trainer"') < trainer.index('id="composer.trainer.Profiler"')
+    scheduler = (site / "reference" / "composer.optim.scheduler" / "index.html").read_text()
+    headings = re.findall(r'<h2 id="composer\.optim\.scheduler\.(\w+)"', scheduler)
+    functions = [index for index, name in enumerate(headings) if name.endswith("_scheduler")]
+    configs = [index for index, name in enumerate(headings) if name.endswith("Hparams")]
+    assert functions and configs and max(functions) < min(configs), headings
+    # A near-empty subpackage is a section of its parent's page, not a page of its own.
+    assert not (site / "reference" / "composer.algorithms.mixup").exists()
+    assert 'id="composer.algorithms.mixup"' in (site / "reference" / "composer.algorithms" / "index.html").read_text()
+    # RST paper links are links; :math: roles are not code.
+    functional = (site / "reference" / "composer.functional" / "index.html").read_text()
+    assert 'href="https://arxiv.org/abs/1710.09412"' in functional and "&lt;https://" not in functional
+    assert "t \\times s" not in scheduler and "t \u00d7 s" in scheduler
+    # The search index: guides and cards boosted, a class's members (resume_state, ddp_model) far below.
+    entries = json.loads((site / "search" / "search_index.json").read_text())["docs"]
+    boost = {entry["location"]: entry.get("boost", 1.0) for entry in entries}
+    assert boost["guides/checkpoints/"] > 1 and boost["methods/mixup/"] > 1
+    assert boost["reference/composer.trainer/#composer.trainer.Trainer.ddp_model"] < 0.1
+    assert boost["reference/composer.trainer/#composer.trainer.Trainer"] == 1.0
