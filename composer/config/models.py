@@ -17,9 +17,8 @@ import dataclasses
 import math
 from typing import Any, ClassVar
 
-from composer.core.hparams import Hparams, derive_fields, hparams
+from composer.core.hparams import Hparams, hparams
 from composer.models.base import ComposerModel
-from composer.models.gpt import GPTConfig
 
 __all__ = [
     "MODELS",
@@ -212,9 +211,27 @@ class ImageNetResNetHparams(ModelHparams):
         return imagenet_resnet(depth=self.depth, num_classes=self.num_classes)
 
 
-@derive_fields(GPTConfig)
+@hparams
 class GPTHparams(ModelHparams):
-    """Compact GPT language model (:class:`~composer.models.GPT`); the fields are its :class:`~composer.models.GPTConfig`."""
+    """Compact GPT language model; the fields of :class:`~composer.models.GPTConfig` (:class:`~composer.models.GPT`).
+
+    Args:
+        vocab_size: Token ids (256 for bytes). Default = 256.
+        max_sequence_length: Longest input the position embedding covers. Default = 256.
+        n_layer: Transformer blocks. Default = 4.
+        n_head: Attention heads. Default = 4.
+        n_embd: Width; a multiple of ``n_head``. Default = 128.
+        dropout: Dropout probability. Default = 0.0.
+        tie_embeddings: Share the input and output embeddings. Default = False.
+    """
+
+    vocab_size: int = 256
+    max_sequence_length: int = 256
+    n_layer: int = 4
+    n_head: int = 4
+    n_embd: int = 128
+    dropout: float = 0.0
+    tie_embeddings: bool = False
 
     input_fields: ClassVar[tuple[str, ...]] = ("vocab_size", "max_sequence_length")
     output_fields: ClassVar[tuple[str, ...]] = ("vocab_size",)
@@ -227,7 +244,9 @@ class GPTHparams(ModelHparams):
         """A sample is a sequence of token ids: it must fit ``max_sequence_length`` (and ``vocab_size``)."""
         return f"max_sequence_length: {sample_shape[-1]} or more (the tokens in one sample)" if sample_shape else ""
 
-    def _config(self) -> GPTConfig:
+    def _config(self) -> Any:
+        from composer.models.gpt import GPTConfig
+
         return GPTConfig(**dataclasses.asdict(self))
 
     def initialize_object(self) -> ComposerModel:

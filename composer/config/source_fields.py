@@ -179,14 +179,6 @@ def _derive(reader: SourceReader, config: ConfigSource, module: str, call: ast.C
 def _arguments(reader: SourceReader, module: str, target: ast.ClassDef | ast.FunctionDef) -> list[_Argument]:
     """The named arguments of a function, or of a class's ``__init__`` (its own or a base's), ``self`` left out."""
     function = target if isinstance(target, ast.FunctionDef) else _init(reader, module, target, 0)
-    dataclass = isinstance(target, ast.ClassDef) and any("dataclass" in ast.unparse(d) for d in target.decorator_list)
-    if function is None and dataclass:
-        return [  # a dataclass's arguments are its fields
-            _Argument(item.target.id, item.annotation, item.value)
-            for item in target.body
-            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
-            if not ast.unparse(item.annotation).startswith(("ClassVar", "typing.ClassVar"))
-        ]
     if function is None:
         return []
     arguments = function.args

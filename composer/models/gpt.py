@@ -30,7 +30,7 @@ _IGNORE_INDEX = -100
 
 @dataclasses.dataclass(frozen=True)
 class GPTConfig:
-    """The shape of a :class:`GPT`, the compact decoder-only transformer language model.
+    """The shape of a :class:`GPT`.
 
     Args:
         vocab_size: Number of token ids (256 for bytes).

@@ -6,14 +6,19 @@ A block that cannot run here (several processes, an object store, the whole main
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
 import re
 import sys
+import tomllib
 import types
 from pathlib import Path
 
 import pytest
+import yaml
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
 PAGES = [DOCS / "index.md", *sorted((DOCS / "guides").glob("*.md"))]
 _BLOCK = re.compile(r"(?:<!-- not-run: (?P<reason>[^>]*?) -->\n)?```python\n(?P<code>.*?)```", re.S)
 
@@ -42,9 +47,75 @@ def test_guide_code_runs(page, tmp_path, monkeypatch, registries_restored):
         exec(compile(code, f"{page.name}[python block {index}]", "exec"), namespace)
 
 
-def test_getting_started_trains_on_a_folder_of_images_it_writes():
-    # Your own images: image_folder_dataloader and the image_folder recipe dataset, in blocks test_guide_code_runs
+def test_your_own_data_trains_on_a_folder_of_images_it_writes():
+    # Image folders: image_folder_dataloader and the image_folder recipe dataset, in blocks test_guide_code_runs
     # runs, on a folder the example writes itself (nothing downloaded).
-    code = "\n".join(code for code, reason in blocks(DOCS / "guides" / "getting-started.md") if not reason)
+    code = "\n".join(code for code, reason in blocks(DOCS / "guides" / "your-own-data.md") if not reason)
     assert "image_folder_dataloader(" in code and "train_dataset: {image_folder: {path:" in code
     assert "load_recipe(" in code and ".save(folder" in code
+
+
+def _requirement_name(requirement: str) -> str:
+    return re.split(r"[<>=!~\[;\s]", requirement, maxsplit=1)[0].lower()
+
+
+def test_installation_lists_every_extra_with_its_packages():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    text = (DOCS / "guides" / "installation.md").read_text()
+    rows = {m.group(1): m.group(2).strip() for m in re.finditer(r"^\| `(\w+)` \| ([^|]+) \|", text, re.M)}
+    listed = {extra: packages.split(", ") for extra, packages in rows.items()}
+    assert listed == {extra: [_requirement_name(r) for r in requirements] for extra, requirements in extras.items()}
+
+
+def test_installation_tested_row_is_what_the_suite_runs_on():
+    # The compatibility table's one tested row names the Python and PyTorch this suite runs on, and the sentence
+    # under it the versions of the other packages: when CI installs others, the page must say so.
+    text = (DOCS / "guides" / "installation.md").read_text()
+    (row,) = [
+        line
+        for line in text.splitlines()
+        if line.endswith("| tested: the whole suite, every guide's code, the main job |")
+    ]
+    python, torch_version = (cell.strip() for cell in row.strip("|").split("|")[:2])
+    assert python == f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert torch_version.startswith(".".join(importlib.metadata.version("torch").split(".")[:2]) + " ")
+    others = re.search(r"The tested row's other packages, as CI installed them: (.*?)\. ", text.replace("\n", " "))
+    assert others is not None
+    for entry in others.group(1).split(", "):
+        name, version = entry.split(" ")
+        assert importlib.metadata.version(name).startswith(version + "."), entry
+
+
+def _keywords(code: str) -> dict[str, object]:
+    """The literal keyword arguments of every call in ``code``, by name."""
+    calls = (node for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Call))
+    return {
+        keyword.arg: ast.literal_eval(keyword.value)
+        for call in calls
+        for keyword in call.keywords
+        if keyword.arg is not None and isinstance(keyword.value, (ast.Constant, ast.Tuple))
+    }
+
+
+def test_getting_started_first_run_has_the_main_jobs_settings():
+    # The first run reaches the main job's accuracy (its block asserts it) because it is the baseline recipe of
+    # `bash scripts/train` at 6 epochs; keep the two in step.
+    recipe = yaml.safe_load((ROOT / "recipes" / "digits_baseline.yaml").read_text())
+    first = blocks(DOCS / "guides" / "getting-started.md")[0][0]
+    optimizer = recipe["optimizer"]["decoupled_sgdw"]
+    expected = {
+        "widths": tuple(recipe["model"]["simple_cnn"]["widths"]),
+        "batch_size": recipe["train_batch_size"],
+        "eval_batch_size": recipe["eval_batch_size"],
+        "image_size": recipe["train_dataset"]["digits"]["image_size"],
+        "lr": optimizer["lr"],
+        "momentum": optimizer["momentum"],
+        "weight_decay": optimizer["weight_decay"],
+        "nesterov": optimizer["nesterov"],
+        "t_warmup": recipe["schedulers"]["linear_decay_with_warmup"]["warmup_time"],
+        "max_duration": "6ep",
+    }
+    keywords = _keywords(first)
+    assert {name: keywords.get(name) for name in expected} == expected
+    assert "DecoupledSGDW(" in first and "LinearWithWarmupScheduler(" in first
+    assert "assert accuracy > 0.985" in first
