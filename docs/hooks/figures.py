@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import io
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -166,13 +167,15 @@ def lr_curves_png() -> bytes:
             values = _curve(function, _CURVES[name], 10, steps, ssr)
             ax.plot([i / steps for i in range(len(values))], values, style, label=f"ssr={ssr}")
         arguments = ", ".join(f"{key}={value!r}" for key, value in _CURVES[name].items())
-        ax.set_title(f"{name}\n({arguments})" if arguments else name, fontsize=10)
+        # Long argument lists wrap, so that a title stays within its panel.
+        ax.set_title("\n".join([name, *textwrap.wrap(f"({arguments})", 44)]) if arguments else name, fontsize=10)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=9)
-    for ax in axes[-1]:
+    for ax in list(axes.flat)[len(names) - columns : len(names)]:  # the lowest panel of each column
         ax.set_xlabel("epoch")
+        ax.tick_params(labelbottom=True)
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)
