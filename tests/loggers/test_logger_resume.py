@@ -33,6 +33,7 @@ from composer import Callback, Trainer
 from composer.loggers import CSVLogger, FileLogger, MLflowLogger, is_mlflow_available
 from composer.loggers.tensorboard_logger import TensorboardLogger, is_tensorboard_available
 from tests.common import SimpleModel, make_dataloader
+from tests.common.forking import in_forked_child
 
 REPO = Path(__file__).resolve().parents[2]
 KILL_AFTER_BATCH = 7  # batches trained when the process kills itself; the newest checkpoint is from batch 4
@@ -85,16 +86,7 @@ def train(folder: Path, kill_after: int | None) -> None:
 def in_child(folder: Path, kill_after: int | None) -> int:
     """Runs :func:`train` in a forked child; returns its exit code (minus the signal that ended it)."""
     folder.mkdir(parents=True, exist_ok=True)
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            train(folder, kill_after)
-            code = 0
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    return in_forked_child(train, folder, kill_after)
 
 
 def main(folder: Path) -> None:
