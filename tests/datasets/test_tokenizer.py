@@ -120,3 +120,13 @@ def test_the_models_vocabulary_must_cover_the_tokenizers_naming_both_keys(tmp_pa
     trainer.fit()
     assert trainer.state.timestamp.batch.value == 1
     trainer.close()
+
+
+def test_a_transformers_folder_without_tokenizer_json_is_read_offline_by_transformers(tmp_path):
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "##s", "on", "mat", "."]
+    (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    (tmp_path / "tokenizer_config.json").write_text('{"tokenizer_class": "BertTokenizer", "do_lower_case": true}')
+    tokenizer = load_tokenizer(tmp_path)
+    assert (tokenizer.vocab_size, tokenizer.separator, tokenizer.mask_token_id) == (12, (3,), 4)  # [SEP], [MASK]
+    words = ["the", "cat", "##s", "sat", "on", "the", "mat", "."]
+    assert tokenizer.encode_batch(["The cats sat on the mat."]) == [[vocab.index(w) for w in words]]
