@@ -33,6 +33,7 @@ from composer.loggers import (
     is_wandb_available,
 )
 from composer.loggers.buffered_destination import OpenedOnFitDestination
+from composer.loggers.file_destination import FileDestination
 from composer.models import GPT, ComposerClassifier, GPTConfig
 from tests.loggers.conftest import mlflow_uri
 
@@ -246,7 +247,11 @@ def test_every_callback_and_destination_is_registered_and_has_settings():
         c for c in _defined_in(composer.callbacks, Callback) - {MetricStopper} if c.__name__ not in UNREGISTERED
     }
     assert callbacks == set(CALLBACKS.values())
-    destinations = _defined_in(composer.loggers, LoggerDestination) - {BufferedDestination, OpenedOnFitDestination}
+    destinations = _defined_in(composer.loggers, LoggerDestination) - {
+        BufferedDestination,
+        OpenedOnFitDestination,
+        FileDestination,
+    }
     assert destinations == set(LOGGERS.values())
     assert set(SETTINGS) == set(CALLBACKS) | set(LOGGERS)
 
