@@ -33,6 +33,9 @@ def split_dataloader(
         num_workers: DataLoader worker processes, 0 or more.
         collate_fn: The collate function, or None for the default.
 
+    Returns:
+        DataLoader[Any]: The split's loader, over ``dataset`` as it is.
+
     Raises:
         ValueError: If ``batch_size`` or ``num_workers`` is out of range.
 
