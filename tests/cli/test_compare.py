@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from composer.cli.__main__ import main
@@ -77,3 +79,29 @@ def test_report_pools_earlier_runs_into_one_interval(tmp_path, capsys):
     assert "gone.csv: --report: the CSV file does not exist" in capsys.readouterr().err
     assert main(["compare", "-b", "base.yaml", "fast.yaml"]) == 2
     assert "--baseline-durations" in capsys.readouterr().err
+
+
+def test_pareto_labels_overlap_neither_each_other_nor_a_marker(tmp_path, monkeypatch):
+    # The committed main job's points, whose labels used to sit on top of one another.
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from composer.cli.compare import points_from_runs, read_runs
+    from composer.cli.compare_report import plot_pareto
+
+    results = Path(__file__).resolve().parents[2] / "recipes" / "results" / "digits_compare.csv"
+    points = points_from_runs(read_runs([results]), "Accuracy")
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)  # keep the figure to measure it
+    plot_pareto(points, "digits_baseline", tmp_path / "pareto.png", "Accuracy")
+    (figure,) = figures
+    renderer = figure.canvas.get_renderer()
+    axes = figure.axes[0]
+    labels = [text.get_window_extent(renderer) for text in axes.texts]
+    assert len(labels) == len(points)
+    markers = [axes.transData.transform((point.time, 100 * point.value)) for point in points]
+    for index, label in enumerate(labels):
+        others = labels[index + 1 :]
+        assert not any(label.overlaps(other) for other in others), axes.texts[index].get_text()
+        assert not any(label.contains(x, y) for x, y in markers), axes.texts[index].get_text()
+    plt.close(figure)
