@@ -24,6 +24,7 @@ from composer.core.data_spec import DataSpec
 from composer.core.hparams import Hparams, derive_fields, hparams
 from composer.datasets.hf_dataset import HFDataset, check_hf_arguments
 from composer.datasets.loader import split_dataloader
+from composer.datasets.streaming import StreamingShards
 
 __all__ = [
     "DATASETS",
@@ -34,6 +35,7 @@ __all__ = [
     "HFDatasetHparams",
     "ImageFolderHparams",
     "PythonDocsHparams",
+    "StreamingHparams",
     "SyntheticClassificationHparams",
     "SyntheticTokensHparams",
     "TextFilesHparams",
@@ -478,6 +480,27 @@ class HFDatasetHparams(DatasetHparams):
         return SyntheticTokensHparams(num_samples=num_samples, seq_len=getattr(self, "seq_len"))  # noqa: B009
 
 
+@derive_fields(StreamingShards)
+class StreamingHparams(DatasetHparams):
+    """LitData shards from a local folder or ``s3://``, streamed by each rank and worker (:class:`~composer.datasets.streaming.StreamingShards`)."""
+
+    def initialize_object(self, batch_size: int, train: bool, seed: int = 0) -> DataSpec:
+        """Checks the shards and returns the stream's loader (shuffled from ``seed`` for training)."""
+        return DataSpec(self._shards().dataloader(batch_size, train, seed))
+
+    def _shards(self) -> StreamingShards:
+        return StreamingShards(**{field.name: getattr(self, field.name) for field in dataclasses.fields(self)})
+
+    def synthetic(self, num_samples: int = 16) -> DatasetHparams:
+        """Random data shaped like the first sample: token windows (``input_ids``) or (input, label) pairs, two
+        classes (which fit any classifier)."""
+        sample = self._shards().dataset(train=False)[0]
+        if isinstance(sample, dict) and "input_ids" in sample:
+            return SyntheticTokensHparams(num_samples=num_samples, seq_len=len(sample["input_ids"]))
+        shape = list(getattr(sample[0], "shape", ()))
+        return SyntheticClassificationHparams(num_samples=num_samples, shape=shape, num_classes=2)
+
+
 DATASETS: dict[str, type[DatasetHparams]] = {
     "digits": DigitsHparams,
     "synthetic_classification": SyntheticClassificationHparams,
@@ -488,6 +511,7 @@ DATASETS: dict[str, type[DatasetHparams]] = {
     "python_docs": PythonDocsHparams,
     "text_files": TextFilesHparams,
     "hf_dataset": HFDatasetHparams,
+    "streaming": StreamingHparams,
 }
 """The dataset registry: each name a recipe's ``train_dataset:`` and ``eval_dataset:`` may use, mapped to its config
 class."""

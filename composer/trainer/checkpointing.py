@@ -412,6 +412,8 @@ def epoch_batches(state: State, dataloader: Iterable[Any], steps_per_epoch: int 
     resume_rng, state.resume_rng = state.resume_rng, None
     if done and resume_rng is None and state.epoch_start_rng is not None:
         resume_rng = state.capture_rng()  # a later fit continues the open epoch: rebuild its order, then carry on
+    if callable(getattr(dataloader, "start_epoch", None)):  # a stream positions itself: nothing is read twice
+        return _positioned_batches(state, dataloader, steps_per_epoch, resume_rng)
     if done == 0:
         if resume_rng is not None:
             state.restore_rng(resume_rng)
@@ -429,6 +431,20 @@ def epoch_batches(state: State, dataloader: Iterable[Any], steps_per_epoch: int 
     if resume_rng is not None:
         state.restore_rng(resume_rng)
     return itertools.islice(iterator, remaining)
+
+
+def _positioned_batches(
+    state: State, dataloader: Any, steps_per_epoch: int | None, resume_rng: Mapping[str, Any] | None
+) -> Iterator[Any]:
+    """:func:`epoch_batches` of a loader with ``start_epoch(epoch, batches_done)`` (a stream that skips by itself)."""
+    done = state.timer.batch_in_epoch.value
+    if resume_rng is not None:
+        state.restore_rng(resume_rng)
+    if done == 0:
+        state.epoch_start_rng = state.capture_rng()
+    dataloader.start_epoch(state.timer.epoch.value, done)
+    remaining = None if steps_per_epoch is None else max(steps_per_epoch - done, 0)
+    return itertools.islice(dataloader, remaining)
 
 
 @contextlib.contextmanager

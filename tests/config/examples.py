@@ -34,6 +34,10 @@ def example_fields(kind: str, name: str, tmp_path: Path) -> dict[str, Any]:
     if kind == "datasets" and name == "hf_dataset":
         (tmp_path / "rows.jsonl").write_text('{"text": "Some text to model, byte by byte."}\n' * 20)
         return {"path": str(tmp_path / "rows.jsonl"), "text_column": "text", "seq_len": 16, "cache_dir": str(tmp_path)}
+    if kind == "datasets" and name == "streaming":
+        from tests.datasets.test_streaming import write_shards
+
+        return {"path": str(write_shards(tmp_path / "shards"))}
     if kind == "loggers" and name in ("csv", "file"):
         return {"filename": str(tmp_path / f"log.{name}")}
     examples: dict[tuple[str, str], dict[str, Any]] = {

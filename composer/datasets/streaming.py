@@ -1,0 +1,280 @@
+"""Shards streamed by LitData from a local folder or an S3-compatible store (``s3://bucket/prefix``).
+
+The shards are LitData's own format (the ``index.json`` and ``chunk-*.bin`` files its ``optimize`` writer and
+``BinaryWriter`` produce). :class:`StreamingShards` checks them when it is built, so that a missing shard, a shard of
+the wrong size or a store that is down fails then, naming the shard, rather than mid-epoch. Its loader
+(:class:`StreamLoader`, a ``litdata.StreamingDataLoader``) gives each rank and each DataLoader worker its own chunks,
+which each downloads itself: nothing passes through rank 0.
+
+The store is reached with the checkpoints' ``storage_options`` (:class:`~composer.utils.object_store.StorageOptions`):
+the same endpoint and profile, credentials from the standard AWS chain, and requests bounded by the same
+``retry_budget`` (each waits at most ``retry_budget / 8`` seconds, 1 to 60, and is sent at most 3 times). They are
+handed to LitData's client as arguments; no environment variable is set. Downloaded shards are kept in the options'
+``local_folder`` (default: a folder per bucket and prefix under the system's temporary folder).
+
+Resuming mid-epoch reads nothing twice: the Trainer calls :meth:`StreamLoader.start_epoch` with the epoch and the
+batches already trained (both in the checkpoint), and LitData skips those samples' chunks without reading them.
+
+Example:
+    >>> import pathlib, tempfile
+    >>> import torch
+    >>> from litdata.streaming.writer import BinaryWriter
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> writer = BinaryWriter(str(folder / "shards"), chunk_size=8)
+    >>> for i in range(20):
+    ...     writer[i] = (torch.full((4,), float(i)), i % 2)
+    >>> _ = writer.done()
+    >>> writer.merge()
+    >>> shards = StreamingShards(str(folder / "shards"))
+    >>> len(shards)
+    20
+    >>> inputs, labels = next(iter(shards.dataloader(batch_size=5, train=False)))
+    >>> inputs.shape, labels.tolist()
+    (torch.Size([5, 4]), [0, 1, 0, 1, 0])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from litdata import StreamingDataLoader, StreamingDataset
+
+from composer.utils.object_store.options import StorageOptions
+from composer.utils.object_store.s3 import S3ObjectStore, request_limits
+from composer.utils.object_store.url import ObjectStoreURL, parse_location
+
+__all__ = ["StreamLoader", "StreamingShards", "litdata_storage_options"]
+
+INDEX = "index.json"
+_ASYNC_PREFETCH = "LITDATA_ASYNC_CHUNK_PREFETCH"
+
+
+def litdata_storage_options(options: StorageOptions) -> tuple[dict[str, Any], dict[str, Any]]:
+    """LitData's ``storage_options`` (boto3 client arguments) and ``session_options`` for the checkpoints' options.
+
+    Example:
+        >>> client, session = litdata_storage_options(StorageOptions(endpoint_url="http://127.0.0.1:5000"))
+        >>> client["endpoint_url"], client["config"].connect_timeout, session
+        ('http://127.0.0.1:5000', 15.0, {})
+    """
+    from botocore.config import Config
+
+    timeout, attempts = request_limits(options.retry_budget)
+    config = Config(
+        retries={"mode": "standard", "total_max_attempts": attempts},
+        connect_timeout=timeout,
+        read_timeout=timeout,
+        s3={"addressing_style": "path"} if options.endpoint_url is not None else {},
+    )
+    client: dict[str, Any] = {"config": config, "region_name": options.region_name or "us-east-1"}
+    if options.endpoint_url is not None:
+        client["endpoint_url"] = options.endpoint_url
+    session = {} if options.profile_name is None else {"profile_name": options.profile_name}
+    return client, session
+
+
+@contextlib.contextmanager
+def boto3_downloads() -> Iterator[None]:
+    """LitData downloads chunks with its boto3 client (the ``storage_options`` above) for the body only.
+
+    LitData otherwise fetches chunks through obstore, whose client has its own timeout (200 s) and refuses ``http://``
+    endpoints. Two switches of LitData's turn it off, both set for the body and put back after: its rule that obstore
+    is not used in a process forked after another one started it, and ``LITDATA_ASYNC_CHUNK_PREFETCH=0`` (the
+    asynchronous prefetch, read when a reader starts).
+    """
+    from litdata.streaming import downloader
+
+    saved, saved_variable = downloader._OBSTORE_INIT_PID, os.environ.get(_ASYNC_PREFETCH)
+    downloader._OBSTORE_INIT_PID = -1  # "started elsewhere": this process downloads through boto3
+    os.environ[_ASYNC_PREFETCH] = "0"  # the asynchronous prefetch goes through obstore whatever the above says
+    try:
+        yield
+    finally:
+        downloader._OBSTORE_INIT_PID = saved
+        if saved_variable is None:
+            os.environ.pop(_ASYNC_PREFETCH, None)
+        else:
+            os.environ[_ASYNC_PREFETCH] = saved_variable
+
+
+def chunks_through_boto3(worker_id: int) -> None:
+    """The loader's ``worker_init_fn``: the worker (a process of this loader alone) downloads through boto3."""
+    from litdata.streaming import downloader
+
+    del worker_id
+    downloader._OBSTORE_INIT_PID = -1
+    os.environ[_ASYNC_PREFETCH] = "0"
+
+
+class StreamLoader(StreamingDataLoader):  # type: ignore[misc]  # LitData is untyped
+    """LitData's ``StreamingDataLoader``, positioned by the Trainer at each epoch (:meth:`start_epoch`); its chunks
+    come through the boto3 client of :func:`litdata_storage_options`, in the workers and in this process."""
+
+    def __init__(self, dataset: StreamingDataset, batch_size: int, num_workers: int, seed: int = 0) -> None:
+        worker_init = chunks_through_boto3 if num_workers else None
+        # Its own generator: starting an iterator draws the workers' seeds from it, never from torch's global one
+        # (which a run resumed mid-epoch has already advanced past that draw).
+        self.seed, generator = seed, torch.Generator().manual_seed(seed)
+        super().__init__(
+            dataset, batch_size=batch_size, num_workers=num_workers, worker_init_fn=worker_init, generator=generator
+        )
+
+    def __iter__(self) -> Any:
+        batches = super().__iter__()
+        while True:
+            with boto3_downloads() if self.num_workers == 0 else contextlib.nullcontext():
+                batch = next(batches, None)
+            if batch is None:
+                return
+            yield batch
+
+    def start_epoch(self, epoch: int, batches_done: int) -> None:
+        """The next iteration streams epoch ``epoch`` (0-based) from batch ``batches_done`` on, reading nothing before.
+
+        The position is LitData's own state (its ``load_state_dict``), computed from the epoch and the batches done,
+        which the Trainer's checkpoint holds; LitData's order depends only on the seed, the epoch, the number of
+        ranks and workers, and the batch size.
+
+        Args:
+            epoch: Epochs completed.
+            batches_done: Batches of this epoch already trained (0 at the start of an epoch).
+        """
+        assert self.generator is not None
+        self.generator.manual_seed(self.seed + epoch)  # the workers' seeds depend on the seed and the epoch alone
+        self.restore = False
+        self.current_epoch = epoch  # iterating opens epoch + 1, LitData's numbering (it counts from 1)
+        if batches_done == 0:
+            return
+        assert self.batch_size is not None
+        dataset = self.dataset
+        assert isinstance(dataset, StreamingDataset)
+        dataset.set_epoch(epoch + 1)
+        samples = batches_done * self.batch_size
+        self.load_state_dict(
+            {
+                "dataset": dataset.state_dict(samples, self.num_workers, self.batch_size),
+                "current_epoch": epoch + 1,
+                "num_samples_yielded": samples,
+                "latest_worker_idx": (batches_done - 1) % max(self.num_workers, 1),
+            }
+        )
+
+
+class StreamingShards:
+    """LitData shards in a local folder or in an S3-compatible store, checked when built, streamed by rank and worker.
+
+    Args:
+        path: The folder of the shards (its ``index.json`` and chunk files), local or ``s3://bucket/prefix``.
+        storage_options: For ``s3://``: the checkpoints' ``storage_options`` (endpoint_url, region_name,
+            profile_name, retry_budget, local_folder: where downloaded shards are kept).
+        num_workers: DataLoader worker processes; each streams its own chunks.
+        shuffle_seed: The seed of the training order, which is drawn again each epoch (null: the run's seed).
+
+    Raises:
+        ValueError: If the index is missing or unreadable, or a shard is missing or not of the size the index gives
+            (the message names the shard).
+        composer.utils.object_store.ObjectStoreError: If the store cannot be reached within ``retry_budget``.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        storage_options: dict[str, Any] | None = None,
+        num_workers: int = 0,
+        shuffle_seed: int | None = None,
+    ) -> None:
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
+            raise ValueError(f"num_workers={num_workers!r} must be 0 (load in the main process) or more.")
+        self.path, self.num_workers, self.shuffle_seed = path, num_workers, shuffle_seed
+        self.options = StorageOptions.from_input(storage_options)
+        self.location = parse_location(path, "path")
+        index = self._check_local() if isinstance(self.location, Path) else self._check_remote(self.location)
+        self.chunks: list[dict[str, Any]] = index["chunks"]
+
+    def __len__(self) -> int:
+        return sum(int(chunk["chunk_size"]) for chunk in self.chunks)
+
+    def _read_index(self, text: str, where: str) -> dict[str, Any]:
+        try:
+            index = json.loads(text)
+            chunks = index["chunks"]
+            assert isinstance(chunks, list) and all({"filename", "chunk_bytes"} <= set(c) for c in chunks)
+        except (ValueError, KeyError, TypeError, AssertionError):
+            raise ValueError(
+                f"path: {where} is not a LitData index (JSON with a 'chunks' list); write the shards with "
+                "`composer data convert` or litdata.optimize."
+            ) from None
+        if not chunks:
+            raise ValueError(f"path: {where} lists no shards: there is nothing to train on.")
+        return dict(index)
+
+    def _check_local(self) -> dict[str, Any]:
+        assert isinstance(self.location, Path)
+        index_path = self.location / INDEX
+        if not index_path.is_file():
+            raise ValueError(
+                f"path: {self.location} holds no {INDEX}, so it is no folder of LitData shards; give the folder "
+                "`composer data convert` wrote."
+            )
+        index = self._read_index(index_path.read_text(), str(index_path))
+        sizes = {chunk["filename"]: int(chunk["chunk_bytes"]) for chunk in index["chunks"]}
+        found = {name: (self.location / name).stat().st_size for name in sizes if (self.location / name).is_file()}
+        self._check_sizes(sizes, found, str(self.location))
+        return index
+
+    def _check_remote(self, url: ObjectStoreURL) -> dict[str, Any]:
+        store = S3ObjectStore(url.bucket, self.options)
+        listed = {url.name_of(info.key): info.size for info in store.list_objects(url.key(""))}
+        if INDEX not in listed:
+            raise ValueError(f"path: {url} holds no {INDEX}, so it is no folder of LitData shards.")
+        folder = self.options.local_folder_for(url)
+        folder.mkdir(parents=True, exist_ok=True)
+        store.download(url.key(INDEX), folder / INDEX)
+        index = self._read_index((folder / INDEX).read_text(), f"{url}/{INDEX}")
+        self._check_sizes({c["filename"]: int(c["chunk_bytes"]) for c in index["chunks"]}, listed, str(url))
+        return index
+
+    @staticmethod
+    def _check_sizes(sizes: Mapping[str, int], found: Mapping[str, int], where: str) -> None:
+        for name, size in sizes.items():
+            if name not in found:
+                raise ValueError(
+                    f"path: shard {name} of {where} is missing ({INDEX} lists it); write the shards again."
+                )
+            if found[name] != size:
+                raise ValueError(
+                    f"path: shard {name} of {where} holds {found[name]} bytes, but {INDEX} says {size}: it is "
+                    "damaged or from another write; write the shards again."
+                )
+
+    def dataset(self, train: bool, seed: int = 0) -> StreamingDataset:
+        """LitData's ``StreamingDataset`` over the shards: shuffled from the seed for training, in order otherwise."""
+        remote = not isinstance(self.location, Path)
+        client, session = litdata_storage_options(self.options) if remote else ({}, {})
+        cache = str(self.options.local_folder_for(self.location)) if isinstance(self.location, ObjectStoreURL) else None
+        return StreamingDataset(
+            str(self.location).rstrip("/"),
+            cache_dir=cache,
+            shuffle=train,
+            seed=seed if self.shuffle_seed is None else self.shuffle_seed,
+            storage_options=client or None,
+            session_options=session or None,
+        )
+
+    def dataloader(self, batch_size: int, train: bool, seed: int = 0) -> StreamLoader:
+        """The loader of the training (shuffled) or evaluation (in order) stream.
+
+        Args:
+            batch_size: Samples per batch.
+            train: Shuffle, and let the Trainer position the stream each epoch.
+            seed: The seed of the order, unless ``shuffle_seed`` is given.
+        """
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}.")
+        return StreamLoader(self.dataset(train, seed), batch_size, self.num_workers, seed)

@@ -1,0 +1,149 @@
+"""streaming: LitData shards from a folder or the loopback S3 store, checked when built, resumed mid-epoch without
+reading the epoch's data again, bitwise."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from litdata.streaming.writer import BinaryWriter
+
+from composer import Trainer
+from composer.config import ConfigError, TrainerHparams
+from composer.datasets.streaming import StreamingShards
+from composer.models import ComposerClassifier
+from composer.utils.object_store import ObjectStoreError, S3ObjectStore
+
+NUM_SAMPLES = 60
+
+
+def write_shards(folder, chunk_size=8):
+    """Seeded (vector, label) samples, ``chunk_size`` a shard; the label is the sample's number mod 3."""
+    generator = np.random.default_rng(0)
+    writer = BinaryWriter(str(folder), chunk_size=chunk_size)
+    for i in range(NUM_SAMPLES):
+        writer[i] = (torch.from_numpy(generator.standard_normal(8).astype(np.float32)), i % 3)
+    writer.done()
+    writer.merge()
+    return folder
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory):
+    return write_shards(tmp_path_factory.mktemp("shards") / "shards")
+
+
+def labels(loader):
+    return [label for _, batch_labels in loader for label in batch_labels.tolist()]
+
+
+def test_the_evaluation_stream_is_every_sample_in_order_and_training_a_seeded_permutation(shards):
+    data = StreamingShards(str(shards), num_workers=0)
+    assert len(data) == NUM_SAMPLES
+    assert labels(data.dataloader(batch_size=7, train=False)) == [i % 3 for i in range(NUM_SAMPLES)]
+    inputs = [x for x, _ in data.dataloader(batch_size=6, train=True, seed=4)]
+    again = [x for x, _ in data.dataloader(batch_size=6, train=True, seed=4)]
+    assert all(torch.equal(a, b) for a, b in zip(inputs, again, strict=True))
+    ordered = torch.cat([x for x, _ in data.dataloader(batch_size=6, train=False)])
+    shuffled = torch.cat(inputs)
+    assert not torch.equal(shuffled, ordered)
+    assert sorted(map(tuple, shuffled.tolist())) == sorted(map(tuple, ordered.tolist()))
+
+
+def test_shards_stream_from_the_store_with_the_checkpoints_storage_options(shards, s3_env, tmp_path):
+    bucket = s3_env.create_bucket()
+    store = S3ObjectStore(bucket, {"endpoint_url": s3_env.endpoint_url})
+    for file in sorted(shards.iterdir()):
+        store.upload(str(file), f"data/{file.name}")
+    options = {"endpoint_url": s3_env.endpoint_url, "retry_budget": 8, "local_folder": str(tmp_path / "cache")}
+    data = StreamingShards(f"s3://{bucket}/data", storage_options=options, num_workers=2)
+    assert sorted(labels(data.dataloader(batch_size=5, train=True, seed=1))) == sorted(i % 3 for i in range(60))
+    store.delete("data/chunk-0-2.bin")
+    with pytest.raises(ValueError, match=rf"shard chunk-0-2.bin of s3://{bucket}/data is missing"):
+        StreamingShards(f"s3://{bucket}/data", storage_options=options)
+
+
+def test_a_store_that_is_down_at_start_fails_within_the_retry_budget(s3_env, tmp_path):
+    options = {"endpoint_url": "http://127.0.0.1:9", "retry_budget": 1, "local_folder": str(tmp_path / "cache")}
+    with pytest.raises(ObjectStoreError, match="127.0.0.1:9"):
+        StreamingShards("s3://bucket/data", storage_options=options)
+
+
+def test_missing_damaged_and_unindexed_shards_are_refused_naming_the_shard_and_the_key(tmp_path):
+    folder = write_shards(tmp_path / "shards")
+    recipe = {
+        "model": {"mlp": {"in_features": 8, "hidden": [8], "num_classes": 3}},
+        "train_dataset": {"streaming": {"path": str(folder)}},
+        "train_batch_size": 4,
+        "max_duration": "2ba",
+        "progress_bar": False,
+    }
+    trainer = TrainerHparams.from_dict(recipe).initialize_object()
+    trainer.fit()
+    assert trainer.state.timestamp.batch.value == 2
+    trainer.close()
+    with open(folder / "chunk-0-3.bin", "ab") as shard:
+        shard.write(b"garbage")
+    with pytest.raises(
+        ConfigError,
+        match=r"train_dataset.streaming: path: shard chunk-0-3.bin of .* holds 431 bytes, but index.json says 424",
+    ):
+        TrainerHparams.from_dict(recipe).initialize_object()
+    (folder / "chunk-0-3.bin").unlink()
+    with pytest.raises(ConfigError, match=r"train_dataset.streaming: path: shard chunk-0-3.bin of .* is missing"):
+        TrainerHparams.from_dict(recipe).initialize_object()
+    (folder / "index.json").write_text(json.dumps({"config": {}}))
+    with pytest.raises(ValueError, match="is not a LitData index"):
+        StreamingShards(str(folder))
+
+
+def test_a_run_resumed_mid_epoch_with_workers_ends_bitwise_equal_without_reading_the_epoch_again(shards, tmp_path):
+    data = StreamingShards(str(shards), num_workers=2)
+
+    def trainer(**kwargs):
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(
+            torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Dropout(0.1), torch.nn.Linear(16, 3)
+        )
+        model = ComposerClassifier(net, num_classes=3)
+        loader = data.dataloader(batch_size=4, train=True, seed=3)
+        return Trainer(model=model, train_dataloader=loader, max_duration="2ep", progress_bar=False, seed=11, **kwargs)
+
+    with trainer(save_folder=str(tmp_path / "run"), save_interval="5ba", save_filename="ba{batch}.pt") as whole:
+        per_epoch = len(whole.state.train_dataloader)
+        whole.fit()
+        expected = [p.detach().clone() for p in whole.state.model.parameters()]
+    saved = {int(p.stem[2:]): p for p in (tmp_path / "run").glob("ba*.pt")}
+    in_second_epoch = min(batch for batch in saved if batch > per_epoch and batch % per_epoch)
+    with trainer(load_path=str(saved[in_second_epoch])) as resumed:
+        done = resumed.state.timestamp.batch_in_epoch.value
+        assert 0 < done < per_epoch
+        resumed.fit()
+        assert all(torch.equal(a, b) for a, b in zip(resumed.state.model.parameters(), expected, strict=True))
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_a_stream_started_mid_epoch_gives_the_rest_of_that_epoch_reading_only_those_samples(shards, num_workers):
+    data = StreamingShards(str(shards), num_workers=num_workers)
+    loader = data.dataloader(batch_size=4, train=True, seed=3)
+    loader.start_epoch(0, 0)
+    next(iter(loader))  # the first epoch, left early
+    loader.start_epoch(1, 0)
+    second = [x for x, _ in loader]
+    loader.start_epoch(1, 5)
+    read = []
+    original = type(loader.dataset).__getitem__
+
+    def counting(dataset, index):
+        read.append(index)
+        return original(dataset, index)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(type(loader.dataset), "__getitem__", counting)  # the workers fork after this: they count too
+        rest = [x for x, _ in loader]
+    assert len(rest) == len(second) - 5
+    assert all(torch.equal(a, b) for a, b in zip(rest, second[5:], strict=True))
+    if num_workers == 0:  # in this process: the samples read are those of the batches given, none before
+        assert len(read) == sum(len(x) for x in rest)
