@@ -41,6 +41,7 @@ _COMMANDS = {
     "launch": "launch",
     "checkpoint": "checkpoint",
     "tokenizer": "tokenizer",
+    "data": "data",
 }
 
 

@@ -49,9 +49,10 @@ from composer.utils.object_store.options import StorageOptions
 from composer.utils.object_store.s3 import S3ObjectStore, request_limits
 from composer.utils.object_store.url import ObjectStoreURL, parse_location
 
-__all__ = ["StreamLoader", "StreamingShards", "litdata_storage_options"]
+__all__ = ["INDEX", "StreamLoader", "StreamingShards", "litdata_storage_options"]
 
 INDEX = "index.json"
+"""The file of a shard folder that lists its shards (LitData's)."""
 _ASYNC_PREFETCH = "LITDATA_ASYNC_CHUNK_PREFETCH"
 
 

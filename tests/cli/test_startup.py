@@ -52,6 +52,7 @@ def _run(*argv: str, cache: Path | None = None) -> dict:
         ["launch", "--help"],
         ["checkpoint", "--help"],
         ["tokenizer", "train", "--help"],
+        ["data", "convert", "--help"],
     ],
 )
 def test_help_and_list_import_no_torch(argv):

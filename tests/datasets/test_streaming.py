@@ -147,3 +147,66 @@ def test_a_stream_started_mid_epoch_gives_the_rest_of_that_epoch_reading_only_th
     assert all(torch.equal(a, b) for a, b in zip(rest, second[5:], strict=True))
     if num_workers == 0:  # in this process: the samples read are those of the batches given, none before
         assert len(read) == sum(len(x) for x in rest)
+
+
+def stream_samples(path, **kwargs):
+    data = StreamingShards(path, **kwargs)
+    return [sample for batch in data.dataloader(batch_size=4, train=False) for sample in unbatch(batch)]
+
+
+def unbatch(batch):
+    if isinstance(batch, dict):
+        return [dict(zip(batch, values)) for values in zip(*batch.values())]
+    return list(zip(*batch))
+
+
+def same(a, b):
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return torch.equal(torch.as_tensor(a), torch.as_tensor(b))
+
+
+def test_convert_writes_text_files_and_image_folders_as_the_recipe_datasets_read_them(tmp_path, capsys):
+    from PIL import Image
+
+    from composer.cli.__main__ import main
+    from composer.datasets import image_folder_dataloader, text_file_dataloader
+
+    (tmp_path / "notes.txt").write_text("Streaming shards, byte by byte. " * 30)
+    assert main(["data", "convert", str(tmp_path / "notes.txt"), str(tmp_path / "text"), "--seq-len", "16"]) == 0
+    assert "wrote 60 samples" in capsys.readouterr().out
+    reference = text_file_dataloader([tmp_path / "notes.txt"], 16, shuffle=False).dataset
+    assert same(stream_samples(str(tmp_path / "text")), [reference[i] for i in range(len(reference))])
+
+    generator = np.random.default_rng(1)
+    for label in ("cat", "dog"):
+        (tmp_path / "images" / label).mkdir(parents=True)
+        for i in range(3):
+            pixels = generator.integers(0, 256, (10, 12, 3), dtype=np.uint8)
+            Image.fromarray(pixels).save(tmp_path / "images" / label / f"{i}.png")
+    argv = ["data", "convert", str(tmp_path / "images"), str(tmp_path / "image-shards"), "--crop-size", "8"]
+    assert main([*argv, "--resize-size", "8"]) == 0
+    images = image_folder_dataloader(tmp_path / "images", 1, train=False, crop_size=8, resize_size=8, num_workers=0)
+    dataset = images.dataloader.dataset
+    assert same(stream_samples(str(tmp_path / "image-shards")), [dataset[i] for i in range(len(dataset))])
+    assert main(argv) == 2
+    assert "data convert: DST" in capsys.readouterr().err
+
+
+def test_convert_uploads_an_hf_dataset_source_to_the_store(tmp_path, s3_env):
+    from composer.cli.__main__ import main
+    from composer.datasets import HFDataset
+
+    rows = "".join(json.dumps({"text": f"Row {i} of the table, some words."}) + "\n" for i in range(30))
+    (tmp_path / "rows.jsonl").write_text(rows)
+    bucket = s3_env.create_bucket()
+    options = {"endpoint_url": s3_env.endpoint_url, "local_folder": str(tmp_path / "cache")}
+    argv = ["data", "convert", str(tmp_path / "rows.jsonl"), f"s3://{bucket}/rows", "--text-column", "text"]
+    argv += ["--seq-len", "32", "--cache-dir", str(tmp_path / "hf"), "--storage-options", json.dumps(options)]
+    assert main(argv) == 0
+    source = HFDataset(str(tmp_path / "rows.jsonl"), text_column="text", seq_len=32, cache_dir=str(tmp_path / "hf"))
+    reference = source.torch_dataset(train=True)
+    streamed = stream_samples(f"s3://{bucket}/rows", storage_options=options)
+    assert same(streamed, [reference[i] for i in range(len(reference))])
