@@ -3,7 +3,8 @@
 :func:`source_dataset` reads the source with the library's own readers, so the samples are those the matching recipe
 dataset gives: ``(image, label)`` pairs of uint8 images resized and center-cropped as the ``image_folder``
 evaluation loader does, ``{'input_ids', 'labels'}`` windows of ``seq_len`` tokens packed as ``text_files`` and
-``hf_dataset`` pack them. :func:`write_shards` writes them in order with LitData's ``BinaryWriter``, to a local folder
+``hf_dataset`` pack them. :func:`write_shards` writes them in order with LitData's ``BinaryWriter`` (and each shard's
+sha256 in ``checksums.json``, which ``verify_checksums`` checks), to a local folder
 or, through a temporary folder, to ``s3://`` with the checkpoints' ``storage_options``. ``composer data convert SRC
 DST`` runs both.
 
@@ -13,12 +14,13 @@ Example:
     >>> _ = (folder / "notes.txt").write_text("All work and no play. " * 40)
     >>> write_shards(source_dataset(str(folder / "notes.txt"), seq_len=16), str(folder / "shards"))
     55
-    >>> sorted(path.name for path in (folder / "shards").iterdir())[-1]
-    'index.json'
+    >>> sorted(path.name for path in (folder / "shards").iterdir())
+    ['checksums.json', 'chunk-0-0.bin', 'index.json']
 """
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,7 @@ from torch.utils.data import Dataset
 
 from composer.datasets.hf_dataset import HFDataset
 from composer.datasets.image_folder import image_folder_dataloader
-from composer.datasets.streaming import INDEX
+from composer.datasets.streaming import CHECKSUMS, INDEX, file_sha256
 from composer.datasets.text import text_file_dataloader
 from composer.utils.object_store.options import StorageOptions
 from composer.utils.object_store.s3 import S3ObjectStore
@@ -119,6 +121,9 @@ def write_shards(
             writer[index] = dataset[index]
         writer.done()
         writer.merge()
+        shards = sorted(p.name for p in folder.iterdir() if p.name != INDEX)
+        checksums = {"sha256": {name: file_sha256(folder / name) for name in shards}}
+        (folder / CHECKSUMS).write_text(json.dumps(checksums, indent=1))
         if not isinstance(location, Path):
             store = S3ObjectStore(location.bucket, options)
             for file in sorted(folder.iterdir()):

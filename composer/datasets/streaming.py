@@ -36,8 +36,10 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -49,11 +51,22 @@ from composer.utils.object_store.options import StorageOptions
 from composer.utils.object_store.s3 import S3ObjectStore, request_limits
 from composer.utils.object_store.url import ObjectStoreURL, parse_location
 
-__all__ = ["INDEX", "StreamLoader", "StreamingShards", "litdata_storage_options"]
+__all__ = ["CHECKSUMS", "INDEX", "StreamLoader", "StreamingShards", "file_sha256", "litdata_storage_options"]
 
 INDEX = "index.json"
 """The file of a shard folder that lists its shards (LitData's)."""
+CHECKSUMS = "checksums.json"
+"""The file ``composer data convert`` writes next to the index: each shard's sha256 (``{'sha256': {name: hex}}``)."""
 _ASYNC_PREFETCH = "LITDATA_ASYNC_CHUNK_PREFETCH"
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file, read in 1 MB blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        for block in iter(lambda: file.read(2**20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def litdata_storage_options(options: StorageOptions) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -176,6 +189,8 @@ class StreamingShards:
             profile_name, retry_budget, local_folder: where downloaded shards are kept).
         num_workers: DataLoader worker processes; each streams its own chunks.
         shuffle_seed: The seed of the training order, which is drawn again each epoch (null: the run's seed).
+        verify_checksums: Hash every shard when built and compare it with the ``checksums.json`` that ``composer
+            data convert`` writes (this reads, or for ``s3://`` downloads, every shard once).
 
     Raises:
         ValueError: If the index is missing or unreadable, or a shard is missing or not of the size the index gives
@@ -189,6 +204,7 @@ class StreamingShards:
         storage_options: dict[str, Any] | None = None,
         num_workers: int = 0,
         shuffle_seed: int | None = None,
+        verify_checksums: bool = False,
     ) -> None:
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(f"num_workers={num_workers!r} must be 0 (load in the main process) or more.")
@@ -196,6 +212,8 @@ class StreamingShards:
         self.options = StorageOptions.from_input(storage_options)
         self.location = parse_location(path, "path")
         index = self._check_local() if isinstance(self.location, Path) else self._check_remote(self.location)
+        if verify_checksums:
+            self._verify_checksums([chunk["filename"] for chunk in index["chunks"]])
         self.chunks: list[dict[str, Any]] = index["chunks"]
 
     def __len__(self) -> int:
@@ -253,6 +271,27 @@ class StreamingShards:
                     f"path: shard {name} of {where} holds {found[name]} bytes, but {INDEX} says {size}: it is "
                     "damaged or from another write; write the shards again."
                 )
+
+    def _verify_checksums(self, names: list[str]) -> None:
+        with tempfile.TemporaryDirectory(prefix="composer-shards-") as scratch:
+            if isinstance(self.location, Path):
+                folder = self.location
+            else:
+                folder, store = Path(scratch), S3ObjectStore(self.location.bucket, self.options)
+                for name in [CHECKSUMS, *names]:
+                    store.download(self.location.key(name), folder / name)
+            if not (folder / CHECKSUMS).is_file():
+                raise ValueError(
+                    f"verify_checksums: {self.path} holds no {CHECKSUMS}; write the shards with `composer data "
+                    "convert`, or leave verify_checksums off."
+                )
+            expected = json.loads((folder / CHECKSUMS).read_text())["sha256"]
+            for name in names:
+                if expected.get(name) != file_sha256(folder / name):
+                    raise ValueError(
+                        f"path: shard {name} of {self.path} does not match its sha256 in {CHECKSUMS}: it is damaged "
+                        "or from another write; write the shards again."
+                    )
 
     def dataset(self, train: bool, seed: int = 0) -> StreamingDataset:
         """LitData's ``StreamingDataset`` over the shards: shuffled from the seed for training, in order otherwise."""

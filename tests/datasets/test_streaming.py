@@ -194,6 +194,22 @@ def test_convert_writes_text_files_and_image_folders_as_the_recipe_datasets_read
     assert main(argv) == 2
     assert "data convert: DST" in capsys.readouterr().err
 
+    shard = next((tmp_path / "image-shards").glob("chunk-*.bin"))
+    damaged = bytearray(shard.read_bytes())
+    damaged[-1] ^= 1  # the same size: only the checksum tells
+    shard.write_bytes(bytes(damaged))
+    assert len(StreamingShards(str(tmp_path / "image-shards"))) == 6
+    recipe = {"path": str(tmp_path / "image-shards"), "verify_checksums": True}
+    with pytest.raises(ConfigError, match=rf"train_dataset.streaming: path: shard {shard.name} of .* does not match"):
+        TrainerHparams.from_dict(
+            {
+                "model": {"mlp": {"in_features": 192, "num_classes": 2}},
+                "train_dataset": {"streaming": recipe},
+                "train_batch_size": 2,
+                "max_duration": "1ba",
+            }
+        ).initialize_object()
+
 
 def test_convert_uploads_an_hf_dataset_source_to_the_store(tmp_path, s3_env):
     from composer.cli.__main__ import main
@@ -208,5 +224,5 @@ def test_convert_uploads_an_hf_dataset_source_to_the_store(tmp_path, s3_env):
     assert main(argv) == 0
     source = HFDataset(str(tmp_path / "rows.jsonl"), text_column="text", seq_len=32, cache_dir=str(tmp_path / "hf"))
     reference = source.torch_dataset(train=True)
-    streamed = stream_samples(f"s3://{bucket}/rows", storage_options=options)
+    streamed = stream_samples(f"s3://{bucket}/rows", storage_options=options, verify_checksums=True)
     assert same(streamed, [reference[i] for i in range(len(reference))])
