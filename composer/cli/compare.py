@@ -10,7 +10,9 @@ runs evaluate once, after training, and run without loggers, callbacks, progress
 Every speed-up comes with a 95% percentile bootstrap interval over the passes (see :mod:`composer.cli.bootstrap`);
 runs far slower than their recipe's others are outliers, rerun and listed apart (see :mod:`composer.cli.outliers`).
 
-Outputs, in ``--out``: ``compare.md`` (the table), ``compare.csv`` (every run), ``pareto.png`` (the plot).
+Outputs, in ``--out``: ``compare.md`` (the table), ``compare.csv`` (every run), ``pareto.png`` (the plot),
+``evaluations.md`` (every run's other metrics, throughput and ``--eval-also`` evaluations, averaged per point; see
+:mod:`composer.cli.compare_evals`).
 ``--report CSV...`` trains nothing and prints the table of earlier runs, pooled (repeated compares of one setup).
 """
 
@@ -22,10 +24,11 @@ import dataclasses
 import importlib.util
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from composer.cli.compare_evals import EVAL_ALSO_HELP, evaluate_also, format_evaluations, parse_eval_also, throughput
 from composer.cli.compare_report import format_outliers, format_table, plot_pareto
 from composer.cli.frontier import Point
 from composer.cli.outliers import DEFAULT_FACTOR, RunTime, duration_amount, find_outliers, is_outlier
@@ -50,18 +53,27 @@ def _recipe_name(path: Path) -> str:
 
 
 def measure_metrics(
-    recipe: str | Path, duration: str, seed: int, overrides: Sequence[str] = ()
-) -> tuple[float, dict[str, float]]:
+    recipe: str | Path,
+    duration: str,
+    seed: int,
+    overrides: Sequence[str] = (),
+    eval_also: Mapping[str, list[str]] | None = None,
+    metric: str = "Accuracy",
+) -> tuple[float, dict[str, Any]]:
     """Trains one recipe for ``duration`` with ``seed``; returns (seconds of ``fit()``, every evaluation metric).
 
     Only ``fit()`` is timed. The run has no loggers, callbacks, progress bar or checkpoints, and evaluates once,
-    after training, on the recipe's ``eval_dataset`` (metric names as ``Accuracy``, ``CrossEntropy``).
+    after training, on the recipe's ``eval_dataset`` (metric names as ``Accuracy``, ``CrossEntropy``). The results
+    also hold ``tokens_per_s`` when the batches count tokens, and ``METRIC@LABEL`` of each ``eval_also`` evaluation
+    (see :mod:`composer.cli.compare_evals`).
 
     Args:
         recipe: The recipe file; it must have an ``eval_dataset``.
         duration: ``max_duration`` for this run.
         seed: The run's seed.
         overrides: ``key=value`` overrides applied before ``max_duration`` and ``seed``.
+        eval_also: ``{label: overrides}`` of extra evaluations of the trained model.
+        metric: The metric the extra evaluations record.
 
     Raises:
         ConfigError: If the recipe has no ``eval_dataset``.
@@ -85,10 +97,12 @@ def measure_metrics(
         start = time.perf_counter()
         trainer.fit()
         seconds = time.perf_counter() - start
-        results = trainer.eval(eval_loader)
+        results: dict[str, Any] = {key.rsplit("/", 1)[-1]: v for key, v in trainer.eval(eval_loader).items()}
+        results.update(throughput(trainer, seconds))
+        results.update(evaluate_also(trainer, recipe, overrides, seed, metric, eval_also or {}))
     finally:
         trainer.close()
-    return seconds, {key.rsplit("/", 1)[-1]: value for key, value in results.items()}
+    return seconds, results
 
 
 def measure(
@@ -102,9 +116,13 @@ def measure(
         ConfigError: If the recipe has no ``eval_dataset`` or the model has no such metric.
     """
     seconds, results = measure_metrics(recipe, duration, seed, overrides)
+    return seconds, _metric(results, metric)
+
+
+def _metric(results: Mapping[str, Any], metric: str) -> float:
     if metric not in results:
         raise ConfigError("--metric", f"the model reports no metric {metric!r}; it reports {sorted(results)}.")
-    return seconds, results[metric]
+    return float(results[metric])
 
 
 def run_compare(
@@ -119,6 +137,7 @@ def run_compare(
     repeats: int = 1,
     outlier_factor: float = DEFAULT_FACTOR,
     reruns: int = 1,
+    eval_also: Mapping[str, list[str]] | None = None,
 ) -> tuple[list[Point], list[dict[str, Any]]]:
     """Runs every (recipe, duration) once per pass (a seed of a repeat), pass by pass; returns the points and runs.
 
@@ -138,6 +157,7 @@ def run_compare(
         outlier_factor: A run more than this many times slower (per unit of duration) than the median of its
             recipe's other runs is an outlier.
         reruns: How many times an outlier run may be rerun (0: excluded, never rerun).
+        eval_also: ``{label: overrides}`` of extra evaluations of every trained model (``--eval-also``).
 
     Returns:
         The points, and every run as a dict (``recipe``, ``duration``, ``seed``, ``repeat``, ``seconds``, the metric,
@@ -160,8 +180,9 @@ def run_compare(
         measure(recipe, "2ba", seeds[0], metric, overrides)  # untimed warm-up: first-call costs (kernels, caches)
     paths = {_recipe_name(recipe): recipe for recipe, _ in plan}
 
-    def timed(name: str, duration: str, seed: int) -> tuple[float, float]:
-        return measure(paths[name], duration, seed, metric, overrides)
+    def timed(name: str, duration: str, seed: int) -> tuple[float, float, dict[str, Any]]:
+        seconds, results = measure_metrics(paths[name], duration, seed, overrides, eval_also, metric)
+        return seconds, _metric(results, metric), {k: v for k, v in results.items() if k != metric}
 
     runs: list[dict[str, Any]] = []
     total = len(plan) * len(seeds) * repeats
@@ -170,8 +191,8 @@ def run_compare(
         for seed in seeds:
             for recipe, duration in plan:
                 bar.set_postfix_str(f"{_recipe_name(recipe)} {duration} seed {seed}")
-                seconds, value = timed(_recipe_name(recipe), duration, seed)
-                runs.append(_record(_recipe_name(recipe), duration, seed, repeat, seconds, metric, value))
+                seconds, value, extra = timed(_recipe_name(recipe), duration, seed)
+                runs.append({**_record(_recipe_name(recipe), duration, seed, repeat, seconds, metric, value), **extra})
                 bar.update()
                 if bar.disable:  # no bar (not a terminal): one line per run, so a log still shows progress
                     print(
@@ -206,7 +227,7 @@ def _run_time(run: dict[str, Any]) -> RunTime:
 
 def rerun_outliers(
     runs: Sequence[dict[str, Any]],
-    measure_run: Callable[[str, str, int], tuple[float, float]],
+    measure_run: Callable[[str, str, int], tuple[float, float] | tuple[float, float, dict[str, Any]]],
     metric: str = "Accuracy",
     factor: float = DEFAULT_FACTOR,
     reruns: int = 1,
@@ -220,7 +241,8 @@ def rerun_outliers(
 
     Args:
         runs: The run records (as :func:`run_compare` makes them); they are not modified.
-        measure_run: Trains ``(recipe, duration, seed)`` and returns (seconds, metric value).
+        measure_run: Trains ``(recipe, duration, seed)`` and returns (seconds, metric value), optionally with a
+            dict of more fields for the rerun's record (its other metrics).
         metric: The metric's key in the records.
         factor: The outlier rule's factor.
         reruns: The most reruns per outlier (0: flag only).
@@ -243,8 +265,9 @@ def rerun_outliers(
     for outlier in flagged:
         original = records[outlier.index]
         for _ in range(reruns):
-            seconds, value = measure_run(original["recipe"], original["duration"], original["seed"])
-            rerun = {**original, "seconds": seconds, metric: value, "status": "rerun", "slowdown": ""}
+            seconds, value, *more = measure_run(original["recipe"], original["duration"], original["seed"])
+            rerun = {**original, **(more[0] if more else {})}
+            rerun.update({"seconds": seconds, metric: value, "status": "rerun", "slowdown": ""})
             kept = [_run_time(run) for run in records if run["status"] != "outlier"]
             check = is_outlier(_run_time(rerun), kept, factor)
             if check is not None:
@@ -298,11 +321,15 @@ def _write_outputs(
 ) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.md").write_text(table + "\n")
+    written = [out / "compare.md", out / "compare.csv"]
+    evaluations = format_evaluations(runs, args.metric)
+    if evaluations:
+        (out / "evaluations.md").write_text(evaluations + "\n")
+        written.append(out / "evaluations.md")
     with open(out / "compare.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(runs[0]))
+        writer = csv.DictWriter(handle, fieldnames=list(dict.fromkeys(key for run in runs for key in run)))
         writer.writeheader()
         writer.writerows(runs)
-    written = [out / "compare.md", out / "compare.csv"]
     if importlib.util.find_spec("matplotlib") is None:
         print("composer compare: no plot: install matplotlib to get pareto.png.", file=sys.stderr)
     else:
@@ -349,6 +376,9 @@ def _report(args: argparse.Namespace) -> int:
     passes = len({index for p in points for index in p.run_passes})
     label = f"{passes} passes (the seeds of {len(args.report)} compare runs)" if len(args.report) > 1 else None
     print(_results(args, points, runs, label))
+    evaluations = format_evaluations(runs, args.metric)
+    if evaluations:
+        print(f"\nEvaluations (means over the kept runs):\n\n{evaluations}")
     return 0
 
 
@@ -402,6 +432,7 @@ def _run(args: argparse.Namespace) -> int:
         repeats=args.repeats,
         outlier_factor=args.outlier_factor,
         reruns=args.reruns,
+        eval_also=parse_eval_also(args.eval_also),
     )
     seeds = len(args.seeds)
     label = (
@@ -412,6 +443,9 @@ def _run(args: argparse.Namespace) -> int:
     table = _results(args, points, runs, label if seeds * args.repeats > 1 else None)
     written = _write_outputs(args.out, table, runs, points, args)
     print(table)
+    evaluations = format_evaluations(runs, args.metric)
+    if evaluations:
+        print(f"\nEvaluations (means over the kept runs):\n\n{evaluations}")
     print(f"\nWrote {', '.join(str(path) for path in written)}.")
     return 0
 
@@ -463,4 +497,5 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--reruns", type=int, default=1, help="times an outlier run is rerun before it is left out (default 1)"
     )
+    parser.add_argument("--eval-also", nargs="+", action="append", metavar=("LABEL", "KEY=VALUE"), help=EVAL_ALSO_HELP)
     parser.set_defaults(run=_run)

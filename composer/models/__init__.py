@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from composer.models.classifier import ComposerClassifier
     from composer.models.gpt import GPT, GPTConfig
     from composer.models.huggingface import HuggingFaceModel
-    from composer.models.language_metrics import Perplexity, TokenAccuracy
+    from composer.models.language_metrics import BitsPerByte, Perplexity, TokenAccuracy
     from composer.models.loss import soft_cross_entropy
     from composer.models.metrics import Accuracy, CrossEntropy
     from composer.models.mlp import MLP
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MLP", "Accuracy", "ComposerClassifier", "ComposerModel", "CrossEntropy", "soft_cross_entropy"]
 __all__ += ["BasicBlock", "Bottleneck", "CIFARResNet", "ResNet", "cifar_resnet", "imagenet_resnet"]
-__all__ += ["GPT", "GPTConfig", "HuggingFaceModel", "Perplexity", "TokenAccuracy"]
+__all__ += ["GPT", "BitsPerByte", "GPTConfig", "HuggingFaceModel", "Perplexity", "TokenAccuracy"]
 __all__ += ["SimpleCNN", "simple_cnn"]
 
 # Public name -> the module that defines it.
@@ -45,6 +45,7 @@ _LAZY = {
     "GPT": "composer.models.gpt",
     "GPTConfig": "composer.models.gpt",
     "HuggingFaceModel": "composer.models.huggingface",
+    "BitsPerByte": "composer.models.language_metrics",
     "Perplexity": "composer.models.language_metrics",
     "TokenAccuracy": "composer.models.language_metrics",
     "soft_cross_entropy": "composer.models.loss",

@@ -152,7 +152,8 @@ class GPT(ComposerModel):
     there are no labels (a padded tail does not affect earlier tokens under causal attention). A bare tensor of
     token ids works too. :meth:`forward` returns logits ``(B, S, vocab_size)``; :meth:`loss` is the mean
     cross-entropy of each position's prediction of the next token. Metrics (training and evaluation):
-    ``CrossEntropy`` (per token, in nats), ``Perplexity``, ``TokenAccuracy``.
+    ``CrossEntropy`` (per token, in nats), ``Perplexity``, ``TokenAccuracy``, and for a byte vocabulary
+    (``vocab_size=256``, where a token is a byte) ``BitsPerByte``.
 
     Inputs longer than ``max_sequence_length`` raise a :class:`ValueError`: the learned position embedding has no
     row for them. :class:`~composer.algorithms.alibi.Alibi` replaces it and lifts that limit.
@@ -261,11 +262,17 @@ class GPT(ComposerModel):
         return self.labels(batch)
 
     def get_metrics(self, is_train: bool = False) -> dict[str, Metric]:
-        """Returns new ``CrossEntropy``, ``Perplexity`` and ``TokenAccuracy`` metrics (per next-token prediction)."""
-        from composer.models.language_metrics import language_model_metrics
+        """Returns new per-next-token metrics: ``CrossEntropy``, ``Perplexity``, ``TokenAccuracy``, ``BitsPerByte``.
+
+        ``BitsPerByte`` only for a byte vocabulary (``vocab_size=256``), where bits per token are bits per byte.
+        """
+        from composer.models.language_metrics import BitsPerByte, language_model_metrics
 
         del is_train
-        return language_model_metrics()
+        metrics = language_model_metrics()
+        if self.config.vocab_size == 256:
+            metrics["BitsPerByte"] = BitsPerByte(ignore_index=-100)
+        return metrics
 
     def update_metric(self, batch: Batch, outputs: Any, metric: Metric) -> None:
         """Updates ``metric`` with the logits shifted against the labels (position ``t`` predicts ``t + 1``)."""

@@ -8,12 +8,14 @@ shifts them for a causal model (the logits at position ``t`` predict the label a
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torchmetrics import Metric
 
 from composer.models.metrics import CrossEntropy
 
-__all__ = ["Perplexity", "TokenAccuracy", "language_model_metrics", "update_language_metric"]
+__all__ = ["BitsPerByte", "Perplexity", "TokenAccuracy", "language_model_metrics", "update_language_metric"]
 
 _IGNORE_INDEX = -100
 
@@ -34,6 +36,27 @@ class Perplexity(CrossEntropy):
     def compute(self) -> torch.Tensor:
         """Returns ``exp(summed loss / scored tokens)``."""
         return torch.exp(super().compute())
+
+
+class BitsPerByte(CrossEntropy):
+    """The mean per-token cross-entropy in bits: bits per byte when every token is one byte (a byte-level model).
+
+    The usual figure for byte-level language models: it compares across vocabularies and with compressors (a
+    model that has learnt nothing scores 8 bits per byte on a 256-byte vocabulary).
+
+    Args:
+        ignore_index: Tokens whose label has this value are not scored.
+
+    Example:
+        >>> metric = BitsPerByte()
+        >>> metric.update(torch.zeros(3, 256), torch.tensor([1, 2, -100]))  # uniform over 256 bytes
+        >>> round(metric.compute().item(), 4)
+        8.0
+    """
+
+    def compute(self) -> torch.Tensor:
+        """Returns ``summed loss / scored tokens / ln 2``."""
+        return super().compute() / math.log(2)
 
 
 class TokenAccuracy(Metric):

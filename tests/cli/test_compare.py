@@ -27,7 +27,7 @@ def test_compare_writes_the_table_and_a_png(tmp_path, capsys):
     assert "Intervals: 95% percentile bootstrap over 2 seeds, 200 resamples" in table
     assert (out / "pareto.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     csv_lines = (out / "compare.csv").read_text().splitlines()
-    assert csv_lines[0] == "recipe,duration,seed,repeat,seconds,Accuracy,status,slowdown"
+    assert csv_lines[0].startswith("recipe,duration,seed,repeat,seconds,Accuracy,status,slowdown,CrossEntropy")
     assert len(csv_lines) == 1 + 3 * 2
 
 

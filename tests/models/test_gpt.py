@@ -95,6 +95,7 @@ def test_metrics_score_the_shifted_predictions():
     loss = model.loss(logits, batch)
     torch.testing.assert_close(metrics["CrossEntropy"].compute(), loss)
     torch.testing.assert_close(metrics["Perplexity"].compute(), loss.exp())
+    torch.testing.assert_close(metrics["BitsPerByte"].compute(), loss / math.log(2))  # a byte vocabulary
     accuracy = (logits[:, :-1].argmax(-1) == ids[:, 1:]).float().mean()
     torch.testing.assert_close(metrics["TokenAccuracy"].compute(), accuracy)
 

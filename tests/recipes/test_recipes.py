@@ -53,6 +53,15 @@ def test_the_recipes_are_there():
         "imagenet_resnet50",
     } <= names
     assert len([n for n in names if n.startswith("digits_")]) >= 3  # a baseline and speed-up recipes
+    # The text job's (bash scripts/train text): a baseline and one recipe per language-model method.
+    assert {
+        "text_baseline",
+        "text_alibi_seqwarmup",
+        "text_glu",
+        "text_factorize",
+        "text_ema",
+        "text_lowprec_ln",
+    } <= names
 
 
 @pytest.mark.parametrize(

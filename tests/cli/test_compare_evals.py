@@ -1,0 +1,49 @@
+"""composer compare's extra evaluations on the text recipes: bits per byte, tokens per second, and 2x the length.
+
+A learned-position GPT refuses sequences longer than its positions, with an error naming both lengths; ALiBi's GPT
+evaluates them. Tiny models (2 batches of 2, one evaluation batch) keep this to a few seconds.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from composer.cli.compare import measure_metrics
+from composer.cli.compare_evals import format_evaluations, parse_eval_also
+from composer.config import ConfigError
+
+RECIPES = Path(__file__).parents[2] / "recipes"
+_TINY = [
+    "model.gpt.n_embd=16",
+    "model.gpt.n_head=2",
+    "train_batch_size=2",
+    "eval_batch_size=2",
+    "eval_subset_num_batches=1",
+]
+_TWICE = parse_eval_also([["2x", "eval_dataset.python_docs.seq_len=128", "eval_batch_size=1"]])
+
+
+def test_learned_positions_refuse_twice_the_length_and_alibi_evaluates_it():
+    _, plain = measure_metrics(RECIPES / "text_baseline.yaml", "2ba", 0, _TINY, _TWICE, "Perplexity")
+    refusal = plain["Perplexity@2x"]
+    assert refusal.startswith("refused: ") and "length 128" in refusal and "max_sequence_length=64" in refusal
+    # Bits per byte is the cross-entropy in bits; a byte-level model has 256 symbols, so perplexity = 2 ** bits.
+    assert plain["BitsPerByte"] == pytest.approx(plain["CrossEntropy"] / math.log(2), rel=1e-5)
+    assert plain["Perplexity"] == pytest.approx(2 ** plain["BitsPerByte"], rel=1e-4)
+    assert plain["tokens_per_s"] > 0
+    _, alibi = measure_metrics(RECIPES / "text_alibi_seqwarmup.yaml", "2ba", 0, _TINY, _TWICE, "Perplexity")
+    assert 1.0 < alibi["Perplexity@2x"] < 2 * 256  # a number: near-uniform after 2 batches
+    table = format_evaluations(
+        [{"recipe": "base", "duration": "2ba", "seed": 0, "seconds": 1.0, **plain}], "Perplexity"
+    )
+    assert "| refused: GPT got a sequence of length 128, longer than max_sequence_length=64 |" in table
+
+
+def test_eval_also_needs_a_label_then_overrides():
+    with pytest.raises(ConfigError, match="--eval-also"):
+        parse_eval_also([["eval_batch_size=1"]])
+    with pytest.raises(ConfigError, match="--eval-also"):
+        parse_eval_also([["2x", "a=1"], ["2x", "b=2"]])
