@@ -47,6 +47,7 @@ from typing import Any
 import torch
 from litdata import StreamingDataLoader, StreamingDataset
 
+from composer.utils import dist
 from composer.utils.object_store.options import StorageOptions
 from composer.utils.object_store.s3 import S3ObjectStore, request_limits
 from composer.utils.object_store.url import ObjectStoreURL, parse_location
@@ -298,14 +299,25 @@ class StreamingShards:
         remote = not isinstance(self.location, Path)
         client, session = litdata_storage_options(self.options) if remote else ({}, {})
         cache = str(self.options.local_folder_for(self.location)) if isinstance(self.location, ObjectStoreURL) else None
-        return StreamingDataset(
+        world_size = dist.get_world_size()
+        dataset = StreamingDataset(
             str(self.location).rstrip("/"),
             cache_dir=cache,
             shuffle=train,
+            drop_last=world_size > 1,  # every rank as many samples, so that no rank waits for a batch in vain
             seed=seed if self.shuffle_seed is None else self.shuffle_seed,
             storage_options=client or None,
             session_options=session or None,
         )
+        # This rank's place from the launcher, as the Trainer reads it: LitData reads torch.distributed if it is
+        # already initialised, else WORLD_SIZE and GLOBAL_RANK (not torchrun's RANK), so a dataset built before the
+        # process group would give every rank rank 0's part.
+        nodes = max(1, world_size // dist.get_local_world_size())
+        rank = dist.get_global_rank()
+        dataset.distributed_env = type(dataset.distributed_env)(
+            world_size=world_size, global_rank=rank, num_nodes=nodes
+        )
+        return dataset
 
     def dataloader(self, batch_size: int, train: bool, seed: int = 0) -> StreamLoader:
         """The loader of the training (shuffled) or evaluation (in order) stream.

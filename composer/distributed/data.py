@@ -149,6 +149,8 @@ def _with_loader(spec: DataSpec, loader: Iterable[Any]) -> DataSpec:
 
 
 def _distributed_loader(loader: Any, what: str, *, train: bool, seed: int) -> Any:
+    if callable(getattr(loader, "start_epoch", None)):  # a stream that gives each rank its own part (streaming)
+        return loader
     if not isinstance(loader, DataLoader):
         warnings.warn(
             f"{what} is a {type(loader).__name__}, not a torch DataLoader, so the Trainer cannot give each of the "

@@ -4,6 +4,7 @@ reading the epoch's data again, bitwise."""
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -12,7 +13,9 @@ from litdata.streaming.writer import BinaryWriter
 
 from composer import Trainer
 from composer.config import ConfigError, TrainerHparams
+from composer.core import DataSpec
 from composer.datasets.streaming import StreamingShards
+from composer.distributed.data import distribute_train_data
 from composer.models import ComposerClassifier
 from composer.utils.object_store import ObjectStoreError, S3ObjectStore
 
@@ -226,3 +229,21 @@ def test_convert_uploads_an_hf_dataset_source_to_the_store(tmp_path, s3_env):
     reference = source.torch_dataset(train=True)
     streamed = stream_samples(f"s3://{bucket}/rows", storage_options=options, verify_checksums=True)
     assert same(streamed, [reference[i] for i in range(len(reference))])
+
+
+def test_each_rank_streams_its_own_part_of_every_epoch(shards, monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    parts = []
+    for rank in (0, 1):
+        monkeypatch.setenv("RANK", str(rank))
+        loader = StreamingShards(str(shards), num_workers=0).dataloader(batch_size=5, train=True, seed=2)
+        loader.start_epoch(0, 0)
+        parts.append([tuple(x.tolist()) for inputs, _ in loader for x in inputs])
+    assert len(parts[0]) == len(parts[1]) == NUM_SAMPLES // 2
+    assert not set(parts[0]) & set(parts[1])  # disjoint: together, every sample once
+    monkeypatch.setattr("composer.distributed.data.is_launched", lambda: True)
+    spec = DataSpec(loader)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "every rank sees the same data": the stream shards itself
+        assert distribute_train_data(spec, seed=0) is spec
