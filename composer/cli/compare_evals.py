@@ -81,7 +81,10 @@ def _mean(values: Sequence[Any]) -> str:
     refused = [str(v) for v in values if str(v).startswith("refused")]
     if refused:  # its first sentence: the full error is in the CSV
         return refused[0].split(". ")[0]
-    return f"{sum(numbers) / len(numbers):.4g}" if numbers else ""
+    if not numbers:
+        return ""
+    mean = sum(numbers) / len(numbers)
+    return f"{mean:,.0f}" if abs(mean) >= 1000 else f"{mean:.4g}"  # tokens per second: 28,208, not 2.821e+04
 
 
 def _is_number(value: Any) -> bool:
