@@ -4,7 +4,12 @@ reading the epoch's data again, bitwise."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +25,7 @@ from composer.models import ComposerClassifier
 from composer.utils.object_store import ObjectStoreError, S3ObjectStore
 
 NUM_SAMPLES = 60
+REPO = Path(__file__).resolve().parents[2]
 
 
 def write_shards(folder, chunk_size=8):
@@ -247,3 +253,39 @@ def test_each_rank_streams_its_own_part_of_every_epoch(shards, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no "every rank sees the same data": the stream shards itself
         assert distribute_train_data(spec, seed=0) is spec
+
+
+STREAM_RECIPE = """
+model: {{mlp: {{in_features: 8, hidden: [16], num_classes: 3}}}}
+train_dataset: {{streaming: {{path: {shards}, num_workers: 2}}}}
+train_batch_size: 4
+max_duration: 2ep
+optimizer: {{sgd: {{lr: 0.1}}}}
+progress_bar: false
+seed: 3
+save_folder: {folder}
+save_interval: 4ba
+autoresume: true
+run_name: stream
+callbacks: {{kill_or_save: {{}}}}
+"""
+
+
+def test_a_training_process_killed_mid_epoch_and_run_again_ends_bitwise_equal(shards, tmp_path):
+    def run(name, kill_at=None):
+        recipe = tmp_path / f"{name}.yaml"
+        recipe.write_text(STREAM_RECIPE.format(shards=shards, folder=tmp_path / name))
+        env = {**os.environ, "PYTHONPATH": str(REPO), "FINAL_WEIGHTS": str(tmp_path / f"{name}.pt")}
+        env.pop("KILL_AT", None)
+        env.update({"KILL_AT": str(kill_at)} if kill_at else {})
+        command = [sys.executable, "-m", "composer.cli", "--import", "tests.datasets.stream_run_hooks", "train"]
+        return subprocess.run([*command, "-f", str(recipe)], cwd=REPO, env=env, capture_output=True, text=True)
+
+    whole = run("whole")
+    assert whole.returncode == 0, whole.stderr[-2000:]
+    killed = run("killed", kill_at=22)  # in the second epoch (15 batches each), two batches after the save at 20
+    assert killed.returncode == -signal.SIGKILL and not (tmp_path / "killed.pt").exists()
+    resumed = run("killed")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    expected, got = torch.load(tmp_path / "whole.pt"), torch.load(tmp_path / "killed.pt")
+    assert expected.keys() == got.keys() and all(torch.equal(expected[k], got[k]) for k in expected)
