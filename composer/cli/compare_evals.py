@@ -117,8 +117,10 @@ def format_evaluations(runs: Sequence[dict[str, Any]], metric: str) -> str:
     kept = [run for run in runs if run.get("status", "ok") != "outlier"]
     header = ["recipe", "duration", *("tokens/s" if c == "tokens_per_s" else c for c in columns)]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for recipe, duration in dict.fromkeys((run["recipe"], run["duration"]) for run in kept):
+    for recipe, duration in dict.fromkeys((run["recipe"], run["duration"]) for run in runs):  # the runs' order
         mine = [run for run in kept if (run["recipe"], run["duration"]) == (recipe, duration)]
+        if not mine:
+            continue
         cells = [_mean([run.get(c, "") for run in mine]) for c in columns]
         lines.append("| " + " | ".join([recipe, duration, *cells]) + " |")
     return "\n".join(lines)

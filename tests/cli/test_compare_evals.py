@@ -47,3 +47,15 @@ def test_eval_also_needs_a_label_then_overrides():
         parse_eval_also([["eval_batch_size=1"]])
     with pytest.raises(ConfigError, match="--eval-also"):
         parse_eval_also([["2x", "a=1"], ["2x", "b=2"]])
+
+
+def test_evaluations_average_the_kept_runs_in_the_runs_order():
+    def run(duration, status, value):
+        return {"recipe": "a", "duration": duration, "seed": 0, "seconds": 1.0, "Accuracy": value,
+                "CrossEntropy": 2 * value, "tokens_per_s": 12345.0, "status": status}  # fmt: skip
+
+    runs = [run("1ep", "ok", 1), run("2ep", "outlier", 2), run("3ep", "ok", 3), run("2ep", "rerun", 4)]
+    runs.append(run("4ep", "outlier", 5))  # every run an outlier: no row
+    rows = format_evaluations(runs, "Accuracy").splitlines()
+    assert rows[0] == "| recipe | duration | Accuracy | CrossEntropy | tokens/s |"
+    assert rows[2:] == ["| a | 1ep | 1 | 2 | 12,345 |", "| a | 2ep | 4 | 8 | 12,345 |", "| a | 3ep | 3 | 6 | 12,345 |"]
