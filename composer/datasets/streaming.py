@@ -35,12 +35,11 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -94,32 +93,15 @@ def litdata_storage_options(options: StorageOptions) -> tuple[dict[str, Any], di
     return client, session
 
 
-@contextlib.contextmanager
-def boto3_downloads() -> Iterator[None]:
-    """LitData downloads chunks with its boto3 client (the ``storage_options`` above) for the body only.
+def chunks_through_boto3(worker_id: int) -> None:
+    """The loader's ``worker_init_fn``: the worker (a process of this loader alone) downloads through boto3.
 
     LitData otherwise fetches chunks through obstore, whose client has its own timeout (200 s) and refuses ``http://``
-    endpoints. Two switches of LitData's turn it off, both set for the body and put back after: its rule that obstore
-    is not used in a process forked after another one started it, and ``LITDATA_ASYNC_CHUNK_PREFETCH=0`` (the
-    asynchronous prefetch, read when a reader starts).
+    endpoints. Two of LitData's switches turn it off, set in the worker only: its rule that obstore is not used in a
+    process forked after another one started it, and ``LITDATA_ASYNC_CHUNK_PREFETCH=0`` (the asynchronous prefetch).
+    A stream from the store therefore always reads in at least one worker (LitData downloads in a background thread
+    of the reading process, so a switch set in this process would have to stay set for the whole epoch).
     """
-    from litdata.streaming import downloader
-
-    saved, saved_variable = downloader._OBSTORE_INIT_PID, os.environ.get(_ASYNC_PREFETCH)
-    downloader._OBSTORE_INIT_PID = -1  # "started elsewhere": this process downloads through boto3
-    os.environ[_ASYNC_PREFETCH] = "0"  # the asynchronous prefetch goes through obstore whatever the above says
-    try:
-        yield
-    finally:
-        downloader._OBSTORE_INIT_PID = saved
-        if saved_variable is None:
-            os.environ.pop(_ASYNC_PREFETCH, None)
-        else:
-            os.environ[_ASYNC_PREFETCH] = saved_variable
-
-
-def chunks_through_boto3(worker_id: int) -> None:
-    """The loader's ``worker_init_fn``: the worker (a process of this loader alone) downloads through boto3."""
     from litdata.streaming import downloader
 
     del worker_id
@@ -128,8 +110,8 @@ def chunks_through_boto3(worker_id: int) -> None:
 
 
 class StreamLoader(StreamingDataLoader):  # type: ignore[misc]  # LitData is untyped
-    """LitData's ``StreamingDataLoader``, positioned by the Trainer at each epoch (:meth:`start_epoch`); its chunks
-    come through the boto3 client of :func:`litdata_storage_options`, in the workers and in this process."""
+    """LitData's ``StreamingDataLoader``, positioned by the Trainer at each epoch (:meth:`start_epoch`); its workers
+    download chunks through the boto3 client of :func:`litdata_storage_options` (:func:`chunks_through_boto3`)."""
 
     def __init__(self, dataset: StreamingDataset, batch_size: int, num_workers: int, seed: int = 0) -> None:
         worker_init = chunks_through_boto3 if num_workers else None
@@ -139,15 +121,6 @@ class StreamLoader(StreamingDataLoader):  # type: ignore[misc]  # LitData is unt
         super().__init__(
             dataset, batch_size=batch_size, num_workers=num_workers, worker_init_fn=worker_init, generator=generator
         )
-
-    def __iter__(self) -> Any:
-        batches = super().__iter__()
-        while True:
-            with boto3_downloads() if self.num_workers == 0 else contextlib.nullcontext():
-                batch = next(batches, None)
-            if batch is None:
-                return
-            yield batch
 
     def start_epoch(self, epoch: int, batches_done: int) -> None:
         """The next iteration streams epoch ``epoch`` (0-based) from batch ``batches_done`` on, reading nothing before.
@@ -188,7 +161,7 @@ class StreamingShards:
         path: The folder of the shards (its ``index.json`` and chunk files), local or ``s3://bucket/prefix``.
         storage_options: For ``s3://``: the checkpoints' ``storage_options`` (endpoint_url, region_name,
             profile_name, retry_budget, local_folder: where downloaded shards are kept).
-        num_workers: DataLoader worker processes; each streams its own chunks.
+        num_workers: DataLoader worker processes; each streams its own chunks (from ``s3://``, at least 1).
         shuffle_seed: The seed of the training order, which is drawn again each epoch (null: the run's seed).
         verify_checksums: Hash every shard when built and compare it with the ``checksums.json`` that ``composer
             data convert`` writes (this reads, or for ``s3://`` downloads, every shard once).
@@ -329,4 +302,6 @@ class StreamingShards:
         """
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}.")
-        return StreamLoader(self.dataset(train, seed), batch_size, self.num_workers, seed)
+        # From the store, at least one worker: the downloads' switches are set there, never in this process.
+        workers = self.num_workers if isinstance(self.location, Path) else max(1, self.num_workers)
+        return StreamLoader(self.dataset(train, seed), batch_size, workers, seed)

@@ -69,8 +69,15 @@ def test_shards_stream_from_the_store_with_the_checkpoints_storage_options(shard
     options = {"endpoint_url": s3_env.endpoint_url, "retry_budget": 8, "local_folder": str(tmp_path / "cache")}
     data = StreamingShards(f"s3://{bucket}/data", storage_options=options, num_workers=2)
     assert sorted(labels(data.dataloader(batch_size=5, train=True, seed=1))) == sorted(i % 3 for i in range(60))
-    store.delete("data/chunk-0-2.bin")
-    with pytest.raises(ValueError, match=rf"shard chunk-0-2.bin of s3://{bucket}/data is missing"):
+    fresh = {**options, "local_folder": str(tmp_path / "fresh")}  # nothing downloaded yet
+    batches = iter(StreamingShards(f"s3://{bucket}/data", storage_options=fresh).dataloader(4, train=False))
+    next(batches)  # from shard 0
+    for shard in range(1, 8):
+        store.delete(f"data/chunk-0-{shard}.bin")
+    missing = r"waiting for \S*chunk-0-\d\.bin\. Original error: \w+: An error occurred \((404|NoSuchKey)\)"
+    with pytest.raises(RuntimeError, match=missing):
+        list(batches)  # gone mid-epoch: the worker's error names the shard, after at most retry_budget
+    with pytest.raises(ValueError, match=rf"shard chunk-0-1.bin of s3://{bucket}/data is missing"):
         StreamingShards(f"s3://{bucket}/data", storage_options=options)
 
 
