@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from composer.core.data_spec import DataSpec
 from composer.core.hparams import Hparams, derive_fields, hparams
 from composer.datasets.hf_dataset import HFDataset, check_hf_arguments
 from composer.datasets.loader import split_dataloader
 from composer.datasets.streaming import StreamingShards
+from composer.datasets.text import masking_collator
 
 __all__ = [
     "DATASETS",
@@ -40,22 +40,6 @@ __all__ = [
     "SyntheticTokensHparams",
     "TextFilesHparams",
 ]
-
-
-def _masking(
-    config: _TextFields | SyntheticTokensHparams, vocab_size: int, train: bool, seed: int
-) -> Callable[[list[Any]], Any] | None:
-    """The collate function: None for a causal model, a MaskingCollator when ``mlm_probability`` is set."""
-    if config.mlm_probability is None:
-        return None
-    from composer.datasets.masking import MaskingCollator
-
-    return MaskingCollator(
-        config.mask_token_id,
-        vocab_size=vocab_size,
-        mlm_probability=config.mlm_probability,
-        seed=None if train else seed,
-    )
 
 
 def _check_masking(config: _TextFields | SyntheticTokensHparams) -> None:
@@ -196,7 +180,7 @@ class SyntheticTokensHparams(DatasetHparams):
 
         data_seed = self.data_seed if train else self.data_seed + 1
         dataset = SyntheticTokenDataset(self.num_samples, self.seq_len, self.vocab_size, seed=data_seed)
-        collate_fn = _masking(self, self.vocab_size, train, seed)
+        collate_fn = masking_collator(self.mlm_probability, self.mask_token_id, train, seed, self.vocab_size)
         return DataSpec(split_dataloader(dataset, batch_size, train, seed, self.num_workers, collate_fn))
 
     def synthetic(self, num_samples: int = 16) -> DatasetHparams:

@@ -302,7 +302,7 @@ def _read_files(paths: Sequence[str | os.PathLike[str]]) -> list[bytes]:
 
 
 def masking_collator(
-    mlm_probability: float | None, mask_token_id: int, shuffle: bool, seed: int
+    mlm_probability: float | None, mask_token_id: int, shuffle: bool, seed: int, vocab_size: int = 256
 ) -> MaskingCollator | None:
     """The collate function of a byte-level loader: None for causal LM, else a :class:`MaskingCollator`.
 
@@ -314,6 +314,7 @@ def masking_collator(
         mask_token_id: The mask token (the model's ``config.mask_token_id``, or :data:`BYTE_MASK_TOKEN_ID`).
         shuffle: Whether the loader is a training loader.
         seed: The seed of an evaluation loader's masks.
+        vocab_size: The vocabulary random replacements are drawn from (the bytes by default).
 
     Example:
         >>> masking_collator(None, BYTE_MASK_TOKEN_ID, shuffle=True, seed=0) is None
@@ -323,7 +324,8 @@ def masking_collator(
     """
     if mlm_probability is None:
         return None
-    return MaskingCollator(mask_token_id, mlm_probability=mlm_probability, seed=None if shuffle else seed)
+    seed_or_none = None if shuffle else seed
+    return MaskingCollator(mask_token_id, vocab_size=vocab_size, mlm_probability=mlm_probability, seed=seed_or_none)
 
 
 def pack_documents(documents: Sequence[Sequence[int]], separator: Sequence[int]) -> torch.Tensor:
