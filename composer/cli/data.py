@@ -23,6 +23,13 @@ def _convert(args: argparse.Namespace) -> int:
 
     try:
         options = json.loads(args.storage_options) if args.storage_options else None
+    except json.JSONDecodeError as error:
+        example = '{"endpoint_url": "http://127.0.0.1:9000"}'
+        raise ConfigError(
+            "data convert --storage-options",
+            f"{args.storage_options!r} is not JSON ({error}); give an object: '{example}'.",
+        ) from None
+    try:
         dataset = source_dataset(
             args.src,
             seq_len=args.seq_len,

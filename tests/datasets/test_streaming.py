@@ -227,6 +227,17 @@ def test_convert_writes_text_files_and_image_folders_as_the_recipe_datasets_read
         ).initialize_object()
 
 
+def test_convert_refuses_storage_options_that_are_not_json_naming_the_option(tmp_path, capsys):
+    from composer.cli.__main__ import main
+
+    (tmp_path / "notes.txt").write_text("Some text to shard. " * 10)
+    argv = ["data", "convert", str(tmp_path / "notes.txt"), str(tmp_path / "out"), "--storage-options", "{endpoint"]
+    assert main(argv) == 2
+    message = capsys.readouterr().err
+    assert "--storage-options" in message and "'{endpoint'" in message and "endpoint_url" in message
+    assert not (tmp_path / "out").exists()  # nothing written
+
+
 def test_convert_uploads_an_hf_dataset_source_to_the_store(tmp_path, s3_env):
     from composer.cli.__main__ import main
     from composer.datasets import HFDataset
