@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +25,7 @@ __all__ = [
     "DIGITS_BASELINE",
     "count_macs",
     "digits_runs",
+    "load_average",
     "print_runs",
     "print_times",
     "sgd_step",
@@ -133,3 +135,9 @@ def print_runs(results: Mapping[str, list[tuple[float, float]]], baseline: str) 
             f"| {name} | {mean:.4f} ({min(accuracies):.4f}-{max(accuracies):.4f}) | {mean - base_mean:+.4f} | "
             f"{ratio:.3f} |"
         )
+
+
+def load_average() -> str:
+    """The host's load averages over 1, 5 and 15 minutes, and its CPU count, for a benchmark's report."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"

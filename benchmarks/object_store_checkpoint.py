@@ -30,15 +30,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import torch
-from _torchrun import free_port  # benchmarks/_torchrun.py, next to this script
+from _loopback_store import start_moto  # benchmarks/_loopback_store.py, next to this script
 
 from composer import Callback, Trainer
 from composer.models import ComposerClassifier
@@ -61,26 +58,6 @@ class StepClock(Callback):
     def mean_step(self) -> float:
         steps = [b - a for a, b in zip(self.starts, self.starts[1:])]
         return statistics.fmean(steps)
-
-
-def start_moto() -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    server = subprocess.Popen(
-        # At a lower CPU priority: the server stands in for a store on another machine, whose work is not the
-        # training machine's cost.
-        ["nice", "-n", "10", str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1).read()
-            return server, endpoint
-        except OSError:
-            time.sleep(0.05)
-    server.kill()
-    raise RuntimeError("moto_server did not start; is moto[server] installed (the dev extra)?")
 
 
 def make_trainer(dataloader, clock: StepClock, save: dict | None) -> Trainer:

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from typing import Any
 
 from composer.config import ConfigError
 
 __all__ = ["add_parser"]
+
+_OPTIONS = ("seq_len", "tokenizer", "text_column", "image_column", "label_column", "crop_size", "resize_size")
 
 
 def _convert(args: argparse.Namespace) -> int:
@@ -43,9 +46,19 @@ def _convert(args: argparse.Namespace) -> int:
         )
         count = write_shards(dataset, args.dst, chunk_bytes=args.chunk_bytes, storage_options=options)
     except (ValueError, ObjectStoreError) as error:
-        raise ConfigError("data convert", str(error)) from None
+        raise ConfigError(_located(str(error)), str(error)) from None
     print(f"wrote {count} samples to {args.dst}")
     return 0
+
+
+def _located(message: str) -> str:
+    """``data convert`` and what a message is about, by the argument its first word names (``text_column='x' is not a
+    column ...``: ``--text-column``; ``path: ...``, the data read: ``SRC``)."""
+    first = re.match(r"\w+", message)
+    name = first.group() if first else ""
+    if name in _OPTIONS:
+        return f"data convert --{name.replace('_', '-')}"
+    return {"path": "data convert SRC", "SRC": "data convert SRC", "DST": "data convert DST"}.get(name, "data convert")
 
 
 def add_parser(subparsers: Any) -> None:

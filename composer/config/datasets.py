@@ -376,7 +376,11 @@ class PythonDocsHparams(_TextFields):
             needs ``vocab_size: 257``). Default = 256.
         tokenizer: A ``tokenizer.json`` or tokenizer folder (``composer tokenizer train`` writes one), whose own mask
             token then serves; null for bytes. Default = None.
+        tuning: Use the tuning fold instead: train on ``'tuning_train'`` and evaluate on ``'tuning'``, disjoint from
+            the validation split results are reported on (for hyperparameter searches). Default = False.
     """
+
+    tuning: bool = False
 
     def initialize_object(self, batch_size: int, train: bool, seed: int = 0) -> DataSpec:
         """Returns the loader of the ``train`` or ``validation`` split (masked when ``mlm_probability`` is set)."""
@@ -384,7 +388,8 @@ class PythonDocsHparams(_TextFields):
         from composer.datasets.tokenizer import load_tokenizer
 
         tokenizer = load_tokenizer(self.tokenizer)
-        dataset = python_docs_dataset("train" if train else "validation", self.seq_len, tokenizer)
+        split = ("tuning_train" if train else "tuning") if self.tuning else ("train" if train else "validation")
+        dataset = python_docs_dataset(split, self.seq_len, tokenizer)
         collate_fn = text_collator(tokenizer, self.mlm_probability, self.mask_token_id, train, seed)
         return DataSpec(split_dataloader(dataset, batch_size, train, seed, self.num_workers, collate_fn))
 
@@ -455,7 +460,7 @@ class HFDatasetHparams(DatasetHparams):
     def initialize_object(self, batch_size: int, train: bool, seed: int = 0) -> DataSpec:
         """Reads the split and returns its loader (the rest or the held-out part, with ``holdout``)."""
         data = HFDataset(**{field.name: getattr(self, field.name) for field in dataclasses.fields(self)})
-        return DataSpec(data.dataloader(batch_size, train, seed))
+        return DataSpec(data.dataloader(batch_size, train, seed, f"{'train' if train else 'eval'}_dataset.hf_dataset"))
 
     def synthetic(self, num_samples: int = 16) -> DatasetHparams:
         """Random byte sequences of the same length, for text."""
@@ -470,14 +475,14 @@ class StreamingHparams(DatasetHparams):
 
     def initialize_object(self, batch_size: int, train: bool, seed: int = 0) -> DataSpec:
         """Checks the shards and returns the stream's loader (shuffled from ``seed`` for training)."""
-        return DataSpec(self._shards().dataloader(batch_size, train, seed))
+        key = f"{'train' if train else 'eval'}_dataset.streaming.path"  # what an error while streaming names
+        return DataSpec(self._shards().dataloader(batch_size, train, seed, key=key))
 
     def _shards(self) -> StreamingShards:
         return StreamingShards(**{field.name: getattr(self, field.name) for field in dataclasses.fields(self)})
 
     def synthetic(self, num_samples: int = 16) -> DatasetHparams:
-        """Random data shaped like the first sample: token windows (``input_ids``) or (input, label) pairs, two
-        classes (which fit any classifier)."""
+        """Random data shaped like the first sample: token windows, or (input, label) pairs of two classes."""
         sample = self._shards().dataset(train=False)[0]
         if isinstance(sample, dict) and "input_ids" in sample:
             return SyntheticTokensHparams(num_samples=num_samples, seq_len=len(sample["input_ids"]))

@@ -305,7 +305,7 @@ class TrainerHparams(Hparams):
             >>> config = TrainerHparams.from_dict({"model": "gpt", "train_dataset": "python_docs",
             ...                                    "train_batch_size": 8, "max_duration": "10ba"})
             >>> config.to_dict()["train_dataset"]
-            {'python_docs': {'seq_len': 128, 'num_workers': 0, 'mlm_probability': None, 'mask_token_id': 256, 'tokenizer': None}}
+            {'python_docs': {'seq_len': 128, 'num_workers': 0, 'mlm_probability': None, 'mask_token_id': 256, 'tokenizer': None, 'tuning': False}}
             >>> TrainerHparams.from_dict(config.to_dict()) == config
             True
         """

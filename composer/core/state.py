@@ -142,6 +142,7 @@ class State(Serializable):
         self.stop_reason: str | None = None
         self.epoch_start_rng: dict[str, Any] | None = None
         self.resume_rng: dict[str, Any] | None = None
+        self.resume_data: dict[str, Any] | None = None
         self.sequence_cut = SequenceCut()
 
     # ---- time and duration -------------------------------------------------------------------------------------
@@ -493,7 +494,9 @@ class State(Serializable):
 
         Model keys are those of the bare model (no ``module.`` from DistributedDataParallel, no ``_orig_mod.`` from
         ``torch.compile``), so checkpoints move between wrapped and unwrapped models. ``'process_rng'`` holds
-        :meth:`capture_rng` now (``'current'``) and at the start of the epoch (``'epoch_start'``).
+        :meth:`capture_rng` now (``'current'``) and at the start of the epoch (``'epoch_start'``). ``'train_data'``
+        holds what a training loader with ``resume_state()`` (a stream that positions itself) says it needs to resume
+        on another number of ranks, else None.
         """
         return {
             "model": bare_model_state(self.model),
@@ -510,6 +513,7 @@ class State(Serializable):
             "rng": self.rng.get_state(),
             "process_rng": {"current": self.capture_rng(), "epoch_start": self.epoch_start_rng},
             "scaler": self.scaler.state_dict() if self.scaler is not None else None,
+            "train_data": _resume_state(self.train_dataloader),
         }
 
     def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> None:
@@ -521,7 +525,8 @@ class State(Serializable):
         warning; the Trainer's own checkpoint saver (a class with ``checkpoint_state_optional = True``) is matched
         the same way but never warns, since the user did not pass it. The process's random states are not applied here but kept in :attr:`resume_rng` (and
         :attr:`epoch_start_rng`), for the Trainer to restore at the right point of the data order; call
-        :meth:`restore_rng` yourself when driving the loop by hand.
+        :meth:`restore_rng` yourself when driving the loop by hand. The training loader's saved ``'train_data'`` is
+        kept in :attr:`resume_data`, for the Trainer to hand to the loader's ``start_epoch``.
 
         Args:
             state (dict): A state dict from :meth:`state_dict`. Without a ``'model'`` entry the model is left as is
@@ -550,6 +555,12 @@ class State(Serializable):
             self.epoch_start_rng = process_rng["epoch_start"]
         if state.get("scaler") is not None and self.scaler is not None:
             self.scaler.load_state_dict(state["scaler"])
+        self.resume_data = state.get("train_data")
+
+
+def _resume_state(dataloader: Any) -> dict[str, Any] | None:
+    resume_state = getattr(dataloader, "resume_state", None)
+    return dict(resume_state()) if callable(resume_state) else None
 
 
 def _dataloader_generators(dataloader: Any) -> list[torch.Generator]:

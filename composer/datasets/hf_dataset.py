@@ -281,6 +281,10 @@ class HFDataset:
                 raise ValueError(f"{key}={column!r} of {self._where()} holds {features[column]}, not {what}.")
             if column is not None and self.data.data.column(column).null_count:
                 raise ValueError(f"{key}={column!r} of {self._where()} has empty (null) values; drop or fill them.")
+        if self.text_column is not None and not _longest_text(self.data.data.column(self.text_column)):
+            raise ValueError(
+                f"text_column={self.text_column!r} of {self._where()} holds only empty texts: nothing to train on."
+            )
 
     def part(self, train: bool) -> Any:
         """The ``datasets.Dataset`` a loader reads: the whole split, or with ``holdout`` the rest or the held-out part."""
@@ -302,11 +306,14 @@ class HFDataset:
             raise ValueError(f"holdout={self.holdout!r} leaves no rows of {self._where()} for one side; change it.")
         return part
 
-    def torch_dataset(self, train: bool) -> Dataset[Any]:
-        """The samples: packed token windows (:class:`~composer.datasets.TokenTextDataset`) or (image, label) pairs."""
+    def torch_dataset(self, train: bool, key: str = "") -> Dataset[Any]:
+        """The samples: packed token windows (:class:`~composer.datasets.TokenTextDataset`) or (image, label) pairs
+        (an image that cannot be decoded is named with the file, ``key``: the recipe's, and ``image_column``)."""
         part = self.part(train)
         if self.text_column is None:
-            return HFImageDataset(part, str(self.image_column), str(self.label_column))
+            images = HFImageDataset(part, str(self.image_column), str(self.label_column))
+            images.source = f"{key}{': ' if key else ''}image_column={self.image_column!r} of {self._where()}"
+            return images
         tokens = _packed_tokens(part, self.text_column, self.tokenizer, self.cache_dir)
         if len(tokens) < self.seq_len:
             raise ValueError(
@@ -315,17 +322,18 @@ class HFDataset:
             )
         return TokenTextDataset(tokens, self.seq_len, vocab_size=self.tokenizer.vocab_size)
 
-    def dataloader(self, batch_size: int, train: bool, seed: int = 0) -> DataLoader[Any]:
+    def dataloader(self, batch_size: int, train: bool, seed: int = 0, key: str = "") -> DataLoader[Any]:
         """The loader: training shuffled from ``seed`` (last partial batch dropped), evaluation in order.
 
         Args:
             batch_size: Samples per batch.
             train: The training loader, or the evaluation loader.
             seed: The seed of the training order (and of the evaluation masks).
+            key: The recipe key of this dataset, which an image that cannot be decoded names.
         """
         mlm = self.mlm_probability
         collate_fn = text_collator(self.tokenizer, mlm, BYTE_MASK_TOKEN_ID, train, seed) if self.text_column else None
-        return split_dataloader(self.torch_dataset(train), batch_size, train, seed, self.num_workers, collate_fn)
+        return split_dataloader(self.torch_dataset(train, key), batch_size, train, seed, self.num_workers, collate_fn)
 
 
 class HFImageDataset(Dataset[tuple[torch.Tensor, torch.Tensor]]):
@@ -335,7 +343,14 @@ class HFImageDataset(Dataset[tuple[torch.Tensor, torch.Tensor]]):
         data: The dataset.
         image_column: Its column of images (decoded images, or arrays of pixel values ``(H, W)`` or ``(C, H, W)``).
         label_column: Its column of integer labels.
+
+    Attributes:
+        transform (ToNormalizedTensor): The conversion of each image; augmentations (AugMix, RandAugment) are added
+            before it, as to a torchvision dataset's.
+        source (str): What an image that cannot be decoded is named after (the column, the file, the recipe key).
     """
+
+    source = ""
 
     def __init__(self, data: Any, image_column: str, label_column: str) -> None:
         self.data = data.select_columns([image_column, label_column])
@@ -347,7 +362,38 @@ class HFImageDataset(Dataset[tuple[torch.Tensor, torch.Tensor]]):
         return len(self.data)
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
-        image = self.data[index][self.image_column]
+        return self._sample(self._images([index])[0], index)
+
+    @property
+    def deterministic_samples(self) -> bool:
+        """Whether a sample depends on its index alone (no augmentation added to ``transform``), so that a resumed
+        epoch skips the batches already trained without reading them (:mod:`composer.trainer.skipped_batches`)."""
+        return type(self.transform) is ToNormalizedTensor
+
+    def __getitems__(self, indices: list[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """The samples at ``indices`` (the DataLoader fetches a batch with this): their rows read from the arrow table
+        at once, which costs about what reading one row does; decoded images of one size, without augmentations,
+        converted as one batch (the values of ``dataset[i]``), others one by one."""
+        images = self._images(indices)
+        pixels = _stacked_pixels(images) if self.deterministic_samples else None
+        if pixels is None:
+            return [self._sample(image, index) for image, index in zip(images, indices, strict=True)]
+        converted = self.transform.convert_batch(pixels)
+        return list(zip(converted.unbind(0), self.labels[indices].unbind(0), strict=True))
+
+    def _images(self, indices: list[int]) -> list[Any]:
+        try:
+            return list(self.data[indices][self.image_column])
+        except Exception as error:  # PIL's, for bytes that are no image (datasets decodes them as the rows are read)
+            if len(indices) > 1:  # one by one, to name the row
+                return [self._images([index])[0] for index in indices]
+            where = self.source or f"image_column={self.image_column!r}"
+            raise ValueError(
+                f"{where}: the image of row {indices[0]} cannot be decoded ({type(error).__name__}: {error}); fix or "
+                "drop that row."
+            ) from error
+
+    def _sample(self, image: Any, index: int) -> tuple[torch.Tensor, torch.Tensor]:
         if not hasattr(image, "mode"):  # an array of pixel values rather than a decoded image
             array = np.asarray(image)
             image = torch.from_numpy(array[None] if array.ndim == 2 else array)
@@ -356,10 +402,30 @@ class HFImageDataset(Dataset[tuple[torch.Tensor, torch.Tensor]]):
         return self.transform(image), self.labels[index]
 
 
+def _stacked_pixels(images: list[Any]) -> torch.Tensor | None:
+    """Decoded 8-bit images of one mode and size as one uint8 batch ``(B, C, H, W)``; None for anything else."""
+    if not images or not all(hasattr(image, "mode") for image in images):
+        return None
+    if len({(image.mode, image.size) for image in images}) != 1:
+        return None
+    pixels = np.stack([np.asarray(image) for image in images])
+    if pixels.dtype != np.uint8 or pixels.ndim not in (3, 4):
+        return None
+    batch = torch.from_numpy(pixels)
+    return batch.unsqueeze(1) if batch.ndim == 3 else batch.permute(0, 3, 1, 2)
+
+
 def _is_text(feature: Any) -> bool:
     import datasets
 
     return isinstance(feature, datasets.Value) and feature.dtype in ("string", "large_string")
+
+
+def _longest_text(column: Any) -> int:
+    """The length of the longest text of an arrow column of strings."""
+    import pyarrow.compute
+
+    return int(pyarrow.compute.max(pyarrow.compute.utf8_length(column)).as_py() or 0)
 
 
 def _is_label(feature: Any) -> bool:

@@ -75,6 +75,15 @@ class ImageTensorDataset(Dataset[tuple[Any, torch.Tensor]]):
             image = self.transform(image)
         return image, self.labels[index]
 
+    @property
+    def deterministic_samples(self) -> bool:
+        """Whether a sample depends on its index alone: the stored images, with no transform or a plain
+        ``ToNormalizedTensor`` (no augmentation), so that a resumed epoch skips the batches already trained without
+        reading them (:mod:`composer.trainer.skipped_batches`)."""
+        transform = self.transform
+        plain = transform is None or type(transform) is ToNormalizedTensor
+        return plain and type(self)._image is ImageTensorDataset._image
+
     def __getitems__(self, indices: list[int]) -> list[tuple[Any, torch.Tensor]]:
         """The samples at ``indices`` (the DataLoader fetches a batch with this).
 
@@ -83,10 +92,9 @@ class ImageTensorDataset(Dataset[tuple[Any, torch.Tensor]]):
         index at a fraction of the cost; any other transform (an augmentation added to the pipeline, say) runs per
         sample.
         """
-        transform = self.transform
-        plain = transform is None or type(transform) is ToNormalizedTensor
-        if not plain or type(self)._image is not ImageTensorDataset._image:
+        if not self.deterministic_samples:
             return [self[i] for i in indices]
+        transform = self.transform
         index = torch.as_tensor(indices, dtype=torch.long)
         images = self.images.index_select(0, index)  # several times faster than images[index] for uint8
         if isinstance(transform, ToNormalizedTensor):

@@ -12,8 +12,10 @@ the same endpoint and profile, credentials from the standard AWS chain, and requ
 handed to LitData's client as arguments; no environment variable is set. Downloaded shards are kept in the options'
 ``local_folder`` (default: a folder per bucket and prefix under the system's temporary folder).
 
-Resuming mid-epoch reads nothing twice: the Trainer calls :meth:`StreamLoader.start_epoch` with the epoch and the
-batches already trained (both in the checkpoint), and LitData skips those samples' chunks without reading them.
+Resuming mid-epoch reads nothing twice: the Trainer positions the stream from the checkpoint
+(:meth:`StreamLoader.start_epoch`). With the same ranks, workers and batch size, the run ends with weights bitwise
+equal to an uninterrupted run's; on another number of ranks (LitData's elastic resumption), each sample of the epoch
+is trained once, none twice, within the limits :meth:`StreamLoader.start_epoch` gives.
 
 Example:
     >>> import pathlib, tempfile
@@ -39,7 +41,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +53,15 @@ from composer.utils.object_store.options import StorageOptions
 from composer.utils.object_store.s3 import S3ObjectStore, request_limits
 from composer.utils.object_store.url import ObjectStoreURL, parse_location
 
-__all__ = ["CHECKSUMS", "INDEX", "StreamLoader", "StreamingShards", "file_sha256", "litdata_storage_options"]
+__all__ = [
+    "CHECKSUMS",
+    "INDEX",
+    "StreamError",
+    "StreamLoader",
+    "StreamingShards",
+    "file_sha256",
+    "litdata_storage_options",
+]
 
 INDEX = "index.json"
 """The file of a shard folder that lists its shards (LitData's)."""
@@ -109,11 +119,42 @@ def chunks_through_boto3(worker_id: int) -> None:
     os.environ[_ASYNC_PREFETCH] = "0"
 
 
+class StreamError(RuntimeError):
+    """A shard that could not be read in the middle of an epoch (gone from the store, the store down past
+    ``retry_budget``, a shard unreadable): the message names the shard, the recipe key (or argument) and the cause.
+    The run stops at that batch rather than train on the part of the epoch it could read."""
+
+
+def stream_error(error: Exception, key: str, path: str, shards: Sequence[str]) -> StreamError:
+    """The :class:`StreamError` for ``error``, raised while streaming ``path`` (given by ``key``).
+
+    The shard is the first of ``shards`` the error's text names (LitData names the chunk file it waited for; an error
+    from a DataLoader worker carries the worker's traceback in its text); the cause is the text's last line.
+    """
+    text = str(error).strip()
+    named = [name for name in shards if name in text]
+    what = f"shard {named[0]}" if named else "the shards"
+    cause = text.splitlines()[-1] if text else type(error).__name__
+    return StreamError(
+        f"{key}: reading {what} of {path} failed ({cause}); the run stops there. Check that the store answers "
+        "and holds the shard (`composer data convert` writes the shards again), then run the same command again: "
+        "with autoresume it continues from the last checkpoint."
+    )
+
+
 class StreamLoader(StreamingDataLoader):  # type: ignore[misc]  # LitData is untyped
     """LitData's ``StreamingDataLoader``, positioned by the Trainer at each epoch (:meth:`start_epoch`); its workers
-    download chunks through the boto3 client of :func:`litdata_storage_options` (:func:`chunks_through_boto3`)."""
+    download chunks through the boto3 client of :func:`litdata_storage_options` (:func:`chunks_through_boto3`).
 
-    def __init__(self, dataset: StreamingDataset, batch_size: int, num_workers: int, seed: int = 0) -> None:
+    An error while streaming, in this process or a worker, is raised as a :class:`StreamError` naming the shard and
+    the key of its ``source`` (the recipe key, or the argument, that gave the shards; their path and names).
+    """
+
+    source: tuple[str, str, Sequence[str]] = ("path", "", ())
+
+    def __init__(
+        self, dataset: StreamingDataset, batch_size: int, num_workers: int, seed: int = 0, num_samples: int = 0
+    ) -> None:
         worker_init = chunks_through_boto3 if num_workers else None
         # Its own generator: starting an iterator draws the workers' seeds from it, never from torch's global one
         # (which a run resumed mid-epoch has already advanced past that draw).
@@ -121,37 +162,112 @@ class StreamLoader(StreamingDataLoader):  # type: ignore[misc]  # LitData is unt
         super().__init__(
             dataset, batch_size=batch_size, num_workers=num_workers, worker_init_fn=worker_init, generator=generator
         )
+        self.num_samples = num_samples  # in the shards: bounds the batches left after a resume on another layout
+        self.epoch_layout = self.layout()
 
-    def start_epoch(self, epoch: int, batches_done: int) -> None:
+    def layout(self) -> dict[str, int]:
+        """What LitData's order of an epoch depends on besides the seed: ranks, nodes, workers, batch size."""
+        env = self.dataset.distributed_env
+        assert self.batch_size is not None
+        return {
+            "world_size": int(env.world_size),
+            "num_nodes": int(env.num_nodes),
+            "num_workers": max(int(self.num_workers), 1),  # LitData's: no worker is one
+            "batch_size": int(self.batch_size),
+        }
+
+    def resume_state(self) -> dict[str, int]:
+        """The :meth:`layout` the current epoch started with, which the Trainer saves in its checkpoints."""
+        return dict(self.epoch_layout)
+
+    def start_epoch(
+        self, epoch: int, batches_done: int, samples_done: int | None = None, saved: dict[str, int] | None = None
+    ) -> int | None:
         """The next iteration streams epoch ``epoch`` (0-based) from batch ``batches_done`` on, reading nothing before.
 
-        The position is LitData's own state (its ``load_state_dict``), computed from the epoch and the batches done,
-        which the Trainer's checkpoint holds; LitData's order depends only on the seed, the epoch, the number of
-        ranks and workers, and the batch size.
+        The position is LitData's own state (its ``load_state_dict``), computed from what the Trainer's checkpoint
+        holds: the epoch, the batches and samples done, and the layout the epoch started with (:meth:`resume_state`).
+        With this run's layout, every worker replays its own part: the rest of the epoch is the uninterrupted run's.
+        With another one (other ranks, workers or batch size), LitData's elastic resumption rebuilds the epoch's
+        order from the saved layout, drops the ``samples_done`` samples trained and deals the rest out to this run's
+        ranks and workers: each sample of the epoch is trained once, none twice (the weights differ from an
+        uninterrupted run's, since the batches do). Under several ranks the rest is cut to whole steps
+        (``drop_last``). From fewer ranks to more, LitData rounds ``samples_done`` down to whole steps of the new
+        ranks, so up to a batch per rank is trained again unless the checkpoint is at such a step; on a number of
+        ranks that divides the old one (2 to 1, 8 to 4) it is exact.
 
         Args:
             epoch: Epochs completed.
-            batches_done: Batches of this epoch already trained (0 at the start of an epoch).
+            batches_done: Batches of this epoch already trained on each rank (0 at the start of an epoch).
+            samples_done: Samples of this epoch already trained on all ranks (default: ``batches_done`` batches on
+                each rank of the epoch's layout).
+            saved: The :meth:`resume_state` of the checkpoint resumed from (default: the layout this loader started
+                the epoch with).
+
+        Returns:
+            int | None: An upper bound on the batches left on each rank after a resume on another layout (the stream
+            ends by itself), else None (the epoch's batches less ``batches_done``).
         """
-        assert self.generator is not None
+        assert self.generator is not None and self.batch_size is not None
         self.generator.manual_seed(self.seed + epoch)  # the workers' seeds depend on the seed and the epoch alone
         self.restore = False
         self.current_epoch = epoch  # iterating opens epoch + 1, LitData's numbering (it counts from 1)
-        if batches_done == 0:
-            return
-        assert self.batch_size is not None
         dataset = self.dataset
         assert isinstance(dataset, StreamingDataset)
+        layout = self.layout()
+        dataset.drop_last = layout["world_size"] > 1
+        dataset._force_override_state_dict = False
+        if batches_done == 0:
+            self.epoch_layout = layout
+            return None
+        started = self.epoch_layout = dict(saved or self.epoch_layout)
+        per_rank = batches_done * started["batch_size"]
+        samples_done = per_rank * started["world_size"] if samples_done is None else samples_done
+        dataset.reset_state_dict()
         dataset.set_epoch(epoch + 1)
-        samples = batches_done * self.batch_size
-        self.load_state_dict(
-            {
-                "dataset": dataset.state_dict(samples, self.num_workers, self.batch_size),
-                "current_epoch": epoch + 1,
-                "num_samples_yielded": samples,
-                "latest_worker_idx": (batches_done - 1) % max(self.num_workers, 1),
-            }
-        )
+        state = dataset.state_dict(batches_done * self.batch_size, self.num_workers, self.batch_size)
+        if started == layout and samples_done == per_rank * layout["world_size"]:
+            self.load_state_dict(
+                {
+                    "dataset": state,
+                    "current_epoch": epoch + 1,
+                    "num_samples_yielded": per_rank,
+                    "latest_worker_idx": (batches_done - 1) % layout["num_workers"],
+                }
+            )
+            return None
+        self.load_state_dict({"dataset": _elastic_state(state, started, samples_done), "current_epoch": epoch + 1})
+        # The epoch's order is rebuilt as the saved layout dealt it (with its drop_last); this run deals out the rest.
+        dataset._force_override_state_dict = dataset.drop_last != (started["world_size"] > 1)
+        per_step = layout["world_size"] * layout["batch_size"]
+        return -(-max(self.num_samples - samples_done, 0) // per_step) + layout["num_workers"]  # + partial batches
+
+    def __iter__(self) -> Iterator[Any]:
+        try:
+            yield from super().__iter__()
+        except Exception as error:
+            raise stream_error(error, *self.source) from error
+
+
+def _elastic_state(state: dict[str, Any], started: Mapping[str, int], samples_done: int) -> dict[str, Any]:
+    """LitData's dataset state for a resume on another layout: the epoch began with ``started``, and the samples of
+    the first ``samples_done`` places of its order are trained (LitData's ``resume_mode: elastic``)."""
+    workers = max(started["num_workers"], 1)
+    return {
+        **state,
+        "num_samples_yielded": 0,  # nothing of the rebuilt order to replay per worker: it drops samples_done
+        "sample_in_epoch": samples_done,
+        "resume_mode": "elastic",
+        "drop_last": started["world_size"] > 1,
+        "world_size": started["world_size"],
+        "num_workers": workers,
+        "batch_size": started["batch_size"],
+        "initial_world_size": started["world_size"],
+        "initial_num_workers": workers,
+        "initial_batch_size": started["batch_size"],
+        "initial_num_nodes": started["num_nodes"],
+        "num_canonical_nodes": started["world_size"],
+    }
 
 
 class StreamingShards:
@@ -292,16 +408,19 @@ class StreamingShards:
         )
         return dataset
 
-    def dataloader(self, batch_size: int, train: bool, seed: int = 0) -> StreamLoader:
+    def dataloader(self, batch_size: int, train: bool, seed: int = 0, key: str = "path") -> StreamLoader:
         """The loader of the training (shuffled) or evaluation (in order) stream.
 
         Args:
             batch_size: Samples per batch.
             train: Shuffle, and let the Trainer position the stream each epoch.
             seed: The seed of the order, unless ``shuffle_seed`` is given.
+            key: What an error while streaming names as the source of the shards (a recipe gives its key).
         """
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}.")
         # From the store, at least one worker: the downloads' switches are set there, never in this process.
         workers = self.num_workers if isinstance(self.location, Path) else max(1, self.num_workers)
-        return StreamLoader(self.dataset(train, seed), batch_size, workers, seed)
+        loader = StreamLoader(self.dataset(train, seed), batch_size, workers, seed, num_samples=len(self))
+        loader.source = (key, self.path, [chunk["filename"] for chunk in self.chunks])
+        return loader

@@ -125,6 +125,8 @@ class SyntheticTokenDataset(Dataset[dict[str, torch.Tensor]]):
 
     Attributes:
         num_tokens (int): Non-padding tokens in the whole dataset.
+        deterministic_samples (bool): True: a sample depends on its index alone (a resumed epoch skips without
+            reading, :mod:`composer.trainer.skipped_batches`).
 
     Example:
         >>> dataset = SyntheticTokenDataset(num_samples=4, seq_len=8, vocab_size=100, seed=0)
@@ -137,6 +139,7 @@ class SyntheticTokenDataset(Dataset[dict[str, torch.Tensor]]):
     """
 
     pad_token_id = 0
+    deterministic_samples = True
 
     def __init__(self, num_samples: int, seq_len: int, vocab_size: int, seed: int = 0) -> None:
         _check_positive("num_samples", num_samples)

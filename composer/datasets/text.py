@@ -14,7 +14,9 @@ is checked on every load; :func:`_build_python_docs` is the recipe that produced
 
 Documents (one per reference topic or module) are separated by the ASCII record separator; document ``i`` goes to
 the validation split when ``i % 10 == 9`` (58 of 583 documents, about 9% of the bytes), so the split is fixed and
-both splits cover the whole range of subjects. Tokens are raw UTF-8 bytes (a vocabulary of 256); documents are
+both splits cover the whole range of subjects. For hyperparameter searches there is a second, disjoint fold:
+``'tuning'`` holds the documents with ``i % 10 == 8`` and ``'tuning_train'`` the rest of ``'train'``, so a search
+never sees the validation split that results are reported on. Tokens are raw UTF-8 bytes (a vocabulary of 256); documents are
 joined with a blank line.
 """
 
@@ -57,7 +59,8 @@ _DATA_FILE = Path(__file__).parent / "data" / "python_docs.txt.gz"
 _DOCUMENT_SEPARATOR = "\x1e"
 _VALIDATION_EVERY = 10  # document i is in the validation split when i % 10 == 9
 _DOCUMENT_JOINER = b"\n\n"
-_SPLITS = ("train", "validation")
+_SPLITS = ("train", "validation", "tuning_train", "tuning")
+_TUNING_FOLD = _VALIDATION_EVERY - 2  # document i is in the tuning fold when i % 10 == 8
 # Parts of the standard library whose docstrings are not prose about the library (tests, demos, vendored tools).
 _EXCLUDED_PARTS = frozenset(
     ("test", "tests", "idlelib", "turtledemo", "lib2to3", "ensurepip", "__phello__", "pydoc_data", "site-packages")
@@ -125,13 +128,13 @@ def load_python_docs(split: str = "train") -> torch.Tensor:
     the text is and how the split is made.
 
     Args:
-        split: ``'train'`` or ``'validation'``.
+        split: ``'train'`` or ``'validation'`` (or the tuning fold's ``'tuning_train'`` and ``'tuning'``).
 
     Returns:
         torch.Tensor: The split's bytes, 1-D, uint8.
 
     Raises:
-        ValueError: If ``split`` is not one of the two.
+        ValueError: If ``split`` is not one of the four.
         RuntimeError: If the shipped file does not match its recorded SHA-256.
 
     Example:
@@ -148,7 +151,7 @@ def python_docs_dataset(split: str, seq_len: int, tokenizer: Tokenizer | None = 
     """One split of the built-in corpus as windows of ``seq_len`` tokens: bytes, or packed tokens of ``tokenizer``.
 
     Args:
-        split: ``'train'`` or ``'validation'``.
+        split: ``'train'`` or ``'validation'`` (or the tuning fold's ``'tuning_train'`` and ``'tuning'``).
         seq_len: Tokens per sample.
         tokenizer: None for bytes (a :class:`ByteTextDataset` over :func:`load_python_docs`), or a tokenizer
             (:func:`~composer.datasets.tokenizer.load_tokenizer`): each document packed (:func:`pack_documents`).
@@ -163,11 +166,14 @@ def python_docs_dataset(split: str, seq_len: int, tokenizer: Tokenizer | None = 
 def _split_documents(split: str) -> list[bytes]:
     if split not in _SPLITS:
         raise ValueError(f"split must be one of {list(_SPLITS)}, got {split!r}.")
-    want_validation = split == "validation"
+    folds = {  # the remainders i % 10 of the documents each split holds
+        "train": set(range(_VALIDATION_EVERY)) - {_VALIDATION_EVERY - 1},
+        "validation": {_VALIDATION_EVERY - 1},
+        "tuning_train": set(range(_VALIDATION_EVERY)) - {_VALIDATION_EVERY - 1, _TUNING_FOLD},
+        "tuning": {_TUNING_FOLD},
+    }
     return [
-        document
-        for index, document in enumerate(_python_docs_documents())
-        if (index % _VALIDATION_EVERY == _VALIDATION_EVERY - 1) == want_validation
+        document for index, document in enumerate(_python_docs_documents()) if index % _VALIDATION_EVERY in folds[split]
     ]
 
 
@@ -206,11 +212,17 @@ class TokenTextDataset(Dataset[dict[str, torch.Tensor]]):
         vocab_size: The tokenizer's vocabulary size (one past its largest id), kept for the model check; None if
             unknown.
 
+    Attributes:
+        deterministic_samples (bool): True: a sample depends on its index alone, so a resumed epoch skips the
+            batches already trained without reading them (:mod:`composer.trainer.skipped_batches`).
+
     Example:
         >>> dataset = TokenTextDataset(torch.arange(10), seq_len=4)
         >>> len(dataset), dataset[1]["input_ids"].tolist()
         (2, [4, 5, 6, 7])
     """
+
+    deterministic_samples = True
 
     def __init__(self, tokens: torch.Tensor, seq_len: int, vocab_size: int | None = None) -> None:
         _check_positive_int("seq_len", seq_len)

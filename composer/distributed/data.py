@@ -30,6 +30,7 @@ __all__ = [
     "distribute_evaluator",
     "distribute_train_data",
     "lockstep_batches",
+    "rebuilt_loader",
     "set_sampler_epoch",
 ]
 
@@ -206,19 +207,24 @@ def _distributed_loader(loader: Any, what: str, *, train: bool, seed: int) -> An
     else:
         new_sampler = UnpaddedDistributedSampler(loader.dataset, shuffle=shuffle, seed=seed)  # type: ignore[arg-type]
     log.info("%s: each rank reads its share through a %s.", what, type(new_sampler).__name__)
-    return _with_sampler(loader, new_sampler)
+    return rebuilt_loader(loader, sampler=new_sampler, batch_size=loader.batch_size, drop_last=loader.drop_last)
 
 
-def _with_sampler(loader: DataLoader[Any], sampler: Sampler[int]) -> DataLoader[Any]:
-    """``loader`` rebuilt around ``sampler``, every other setting kept."""
+def rebuilt_loader(loader: DataLoader[Any], **sampling: Any) -> DataLoader[Any]:
+    """``loader`` rebuilt with the sampling arguments given (``sampler``, ``batch_size``, ``drop_last``, or a
+    ``batch_sampler``; DataLoader's defaults for those not given); its dataset, workers, collate function, generator
+    and every other setting are kept.
+
+    Example:
+        >>> loader = DataLoader(range(7), batch_size=4)
+        >>> list(rebuilt_loader(loader, batch_size=3, drop_last=True))
+        [tensor([0, 1, 2]), tensor([3, 4, 5])]
+    """
     return DataLoader(
         loader.dataset,
-        batch_size=loader.batch_size,
-        sampler=sampler,
         num_workers=loader.num_workers,
         collate_fn=loader.collate_fn,
         pin_memory=loader.pin_memory,
-        drop_last=loader.drop_last,
         timeout=loader.timeout,
         worker_init_fn=loader.worker_init_fn,
         multiprocessing_context=loader.multiprocessing_context,
@@ -227,6 +233,7 @@ def _with_sampler(loader: DataLoader[Any], sampler: Sampler[int]) -> DataLoader[
         persistent_workers=loader.persistent_workers,
         pin_memory_device=loader.pin_memory_device,
         in_order=loader.in_order,
+        **sampling,
     )
 
 

@@ -5,7 +5,8 @@ Exact resumption rests on one rule: the data an epoch yields depends only on the
 iterator was created (a ``DataLoader(shuffle=True)`` without a generator seeds its sampler and its workers from the
 global torch generator at that moment). So every epoch records those states (:func:`epoch_batches`), checkpoints
 carry them, and an epoch resumed at batch ``k`` restores them, rebuilds the iterator, draws and drops the ``k``
-batches already trained, and only then restores the random states of the moment the checkpoint was saved.
+batches already trained (only their indices, where the samples depend on their index alone), and only then restores
+the random states of the moment the checkpoint was saved.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 from composer.callbacks.checkpoint_saver import CheckpointSaver, SaveInterval
 from composer.core.state import State
 from composer.core.time import Time
+from composer.trainer.skipped_batches import skipping_iterator
 from composer.utils import dist
 from composer.utils.checkpoint import (
     CheckpointError,
@@ -388,10 +390,11 @@ def epoch_batches(state: State, dataloader: Iterable[Any], steps_per_epoch: int 
     At the start of an epoch it records :meth:`State.capture_rng` in ``state.epoch_start_rng`` (before creating the
     iterator, which is when a shuffling DataLoader draws its order and worker seeds). After a checkpoint was loaded
     (``state.resume_rng`` is set) in the middle of an epoch, it restores the epoch-start states, rebuilds the
-    iterator, draws the ``batch_in_epoch`` batches already trained and drops them, then restores the states saved
-    with the checkpoint; at an epoch boundary it restores those states first. A later ``fit`` of the same Trainer
-    that continues an open epoch (the last one stopped mid-epoch) does the same with the states of this moment. The
-    per-epoch cost is one snapshot of the random states; nothing happens per batch.
+    iterator, draws the ``batch_in_epoch`` batches already trained and drops them (a loader of deterministic samples
+    drops only their indices, reading none of them: :mod:`composer.trainer.skipped_batches`), then restores the
+    states saved with the checkpoint; at an epoch boundary it restores those states first. A later ``fit`` of the
+    same Trainer that continues an open epoch (the last one stopped mid-epoch) does the same with the states of this
+    moment. The per-epoch cost is one snapshot of the random states; nothing happens per batch.
 
     Args:
         state (State): The training state.
@@ -426,8 +429,10 @@ def epoch_batches(state: State, dataloader: Iterable[Any], steps_per_epoch: int 
         return iter(())
     if resume_rng is not None and state.epoch_start_rng is not None:
         state.restore_rng(state.epoch_start_rng)
-    iterator = iter(dataloader)
-    collections.deque(itertools.islice(iterator, done), maxlen=0)  # draw and drop the batches already trained
+    iterator = skipping_iterator(dataloader, done)  # a loader of deterministic samples reads none of them
+    if iterator is None:
+        iterator = iter(dataloader)
+        collections.deque(itertools.islice(iterator, done), maxlen=0)  # draw and drop the batches already trained
     if resume_rng is not None:
         state.restore_rng(resume_rng)
     return itertools.islice(iterator, remaining)
@@ -436,15 +441,20 @@ def epoch_batches(state: State, dataloader: Iterable[Any], steps_per_epoch: int 
 def _positioned_batches(
     state: State, dataloader: Any, steps_per_epoch: int | None, resume_rng: Mapping[str, Any] | None
 ) -> Iterator[Any]:
-    """:func:`epoch_batches` of a loader with ``start_epoch(epoch, batches_done)`` (a stream that skips by itself)."""
+    """:func:`epoch_batches` of a loader with ``start_epoch(epoch, batches_done, samples_done, saved)`` (a stream that
+    skips by itself): ``samples_done`` counts every rank's (the timer's), ``saved`` is what the loader's
+    ``resume_state()`` gave the checkpoint loaded (:attr:`State.resume_data`, None otherwise). It returns the batches
+    it has left if they are not ``steps_per_epoch - batches_done`` (resumed on another number of ranks), else None."""
     done = state.timer.batch_in_epoch.value
     if resume_rng is not None:
         state.restore_rng(resume_rng)
     if done == 0:
         state.epoch_start_rng = state.capture_rng()
-    dataloader.start_epoch(state.timer.epoch.value, done)
-    remaining = None if steps_per_epoch is None else max(steps_per_epoch - done, 0)
-    return itertools.islice(dataloader, remaining)
+    saved, state.resume_data = state.resume_data, None
+    left = dataloader.start_epoch(state.timer.epoch.value, done, state.timer.sample_in_epoch.value, saved)
+    if left is None:
+        left = None if steps_per_epoch is None else max(steps_per_epoch - done, 0)
+    return itertools.islice(dataloader, left)
 
 
 @contextlib.contextmanager

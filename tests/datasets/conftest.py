@@ -1,5 +1,5 @@
 """Collection rules for the dataset tests."""
 
-# A plugin module that registers a callback when `composer --import` imports it (in the streaming kill-and-resume
+# A plugin module that registers a callback when `composer --import` imports it (in the kill-and-resume
 # test's subprocesses); importing it here, as doctest collection would, would register it in this process too.
-collect_ignore = ["stream_run_hooks.py"]
+collect_ignore = ["kill_resume_hooks.py"]

@@ -12,12 +12,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
+import torchvision
 from PIL import Image
 from tokenizers import Tokenizer as HFTokenizer
 
 from composer import Trainer
+from composer.algorithms.utils import add_vision_dataset_transform
 from composer.config import ConfigError, TrainerHparams
-from composer.datasets.hf_dataset import HFDataset
+from composer.datasets.hf_dataset import HFDataset, HFImageDataset
 from composer.models import GPT, GPTConfig
 from tests.datasets.text_corpus import documents, trained_tokenizer
 
@@ -132,6 +134,16 @@ def test_images_and_labels_from_a_saved_folder(tmp_path):
     assert images.shape == (12, 3, 5, 6) and images.dtype == torch.float32
     assert targets.tolist() == labels
     assert torch.allclose(images.amax(dim=(1, 2, 3)), torch.tensor(labels) * 20 / 255)
+    pairs = data.torch_dataset(train=False)  # a batch read at once (__getitems__) equals its samples read one by one
+    for (image, label), index in zip(pairs.__getitems__([5, 0, 7]), (5, 0, 7), strict=True):
+        assert torch.equal(image, pairs[index][0]) and label == labels[index]
+    rows = {"img": [Image.new("L", (6, 5), 10 * i) for i in range(3)], "y": [0, 1, 2]}
+    grey = HFImageDataset(datasets.Dataset.from_dict(rows).cast_column("img", datasets.Image()), "img", "y")
+    for (image, label), index in zip(grey.__getitems__([2, 0]), (2, 0), strict=True):
+        assert image.shape == (1, 5, 6) and torch.equal(image, grey[index][0]) and label == index
+    assert pairs.deterministic_samples
+    add_vision_dataset_transform(pairs, torchvision.transforms.RandomHorizontalFlip())  # an augmentation: read again
+    assert not pairs.deterministic_samples
 
 
 def test_a_hub_name_without_a_local_copy_fails_and_leaves_the_switches_as_they_were(tmp_path):

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import composer.datasets.text as text
+from composer.config.datasets import PythonDocsHparams
 from composer.datasets import (
     ByteTextDataset,
     byte_unigram_entropy,
@@ -45,6 +46,23 @@ def test_splits_are_every_tenth_document_and_cover_the_corpus():
     assert len(validation) == 58 and len(train) == 525
 
 
+def test_tuning_fold_is_disjoint_from_validation_and_splits_train():
+    documents = _documents()
+    tuning = [d for i, d in enumerate(documents) if i % 10 == 8]
+    tuning_train = [d for i, d in enumerate(documents) if i % 10 not in (8, 9)]
+    assert bytes(load_python_docs("tuning").tolist()) == b"\n\n".join(tuning)
+    assert bytes(load_python_docs("tuning_train").tolist()) == b"\n\n".join(tuning_train)
+    assert len(tuning) == 58 and len(tuning_train) == 467
+
+
+def test_tuning_recipe_key_trains_and_evaluates_on_the_tuning_fold():
+    train = PythonDocsHparams(seq_len=64, tuning=True).initialize_object(batch_size=4, train=True)
+    evaluation = PythonDocsHparams(seq_len=64, tuning=True).initialize_object(batch_size=4, train=False)
+    assert len(train.dataloader.dataset) == len(load_python_docs("tuning_train")) // 64
+    first = next(iter(evaluation.dataloader))["input_ids"][0]
+    assert bytes(first.tolist()) == bytes(load_python_docs("tuning")[:64].tolist())
+
+
 def test_corpus_is_english_prose():
     data = load_python_docs("train")
     sample = bytes(data[:100_000].tolist()).decode("utf-8", errors="replace")
@@ -59,7 +77,9 @@ def test_a_changed_corpus_is_detected(monkeypatch: pytest.MonkeyPatch):
 
 
 def test_unknown_split_is_refused():
-    with pytest.raises(ValueError, match=r"split must be one of \['train', 'validation'\], got 'test'"):
+    with pytest.raises(
+        ValueError, match=r"split must be one of \['train', 'validation', 'tuning_train', 'tuning'\], got 'test'"
+    ):
         load_python_docs("test")
 
 

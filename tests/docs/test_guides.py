@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
+import os
 import re
+import subprocess
 import sys
 import tomllib
 import types
@@ -119,3 +121,34 @@ def test_getting_started_first_run_has_the_main_jobs_settings():
     assert {name: keywords.get(name) for name in expected} == expected
     assert "DecoupledSGDW(" in first and "LinearWithWarmupScheduler(" in first
     assert "assert accuracy > 0.985" in first
+
+
+def test_your_own_data_at_scale_runs_against_a_local_s3_server(s3_env, tmp_path, monkeypatch):
+    # The "At scale" section (its python blocks are marked not-run for test_guide_code_runs), in order: the python
+    # blocks in one namespace, the bash blocks in bash with this checkout's `composer` first on PATH. The endpoint and
+    # the bucket the page shows are replaced by the loopback server's.
+    page = (DOCS / "guides" / "your-own-data.md").read_text()
+    section = page[page.index("\n## At scale\n") :]
+    assert "\n## " not in section[1:], "At scale is the page's last section"
+    blocks = re.findall(r"(?:<!-- not-run: ([^>]*?) -->\n)?```(python|bash)\n(.*?)```", section, re.S)
+    assert all("tests/docs/test_guides.py" in reason for reason, language, _ in blocks if language == "python")
+    bucket = s3_env.create_bucket()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # each process one thread: a tiny model, and busy shared cores
+    module = types.ModuleType("guide_your_own_data_at_scale")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    outputs = []
+    for index, (_, language, code) in enumerate(blocks):
+        code = code.replace("http://127.0.0.1:9000", s3_env.endpoint_url).replace("my-bucket", bucket)
+        if language == "python":
+            exec(compile(code, f"your-own-data.md[At scale, block {index}]", "exec"), module.__dict__)
+        else:
+            run = subprocess.run(["bash", "-euo", "pipefail", "-c", code], capture_output=True, text=True)
+            assert run.returncode == 0, run.stderr[-3000:]
+            outputs.append(run.stdout + run.stderr)
+    converted, killed_and_resumed, _ = outputs
+    assert "wrote tokenizer (vocab_size 300)" in converted and "samples to shards" in converted
+    assert "exit status 137" in killed_and_resumed
+    assert "resumed from checkpoints/at-scale/ep1-ba8-rank0.pt (epoch 1, batch 8)" in killed_and_resumed

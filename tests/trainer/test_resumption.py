@@ -140,6 +140,9 @@ def main(folder: str, num_workers: int) -> None:
 
 def serve() -> None:
     """Reads one JSON request a line ({folder, num_workers, env}); runs each in a forked child; answers its status."""
+    # Each run stands for a command started in the foreground, where Ctrl-C raises KeyboardInterrupt, even when the
+    # suite itself runs as a background job (whose SIGINT is ignored, a disposition the library leaves as it is).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     for line in sys.stdin:
         request = json.loads(line)
         pid = os.fork()
