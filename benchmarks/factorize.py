@@ -75,8 +75,7 @@ def _gpt(factorized: bool) -> GPT:
     torch.manual_seed(0)
     model = GPT(GPTConfig(vocab_size=256, max_sequence_length=128, n_layer=4, n_head=4, n_embd=128))
     if factorized:
-        for block in model.blocks:
-            apply_factorization(block.mlp, min_features=128, latent_features=0.25)
+        apply_factorization(model, min_features=128, latent_features=0.25, modules="*.mlp.*")
     return model
 
 

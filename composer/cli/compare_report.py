@@ -340,7 +340,7 @@ def plot_pareto(points: Sequence[Point], baseline: str, path: str | Path, metric
     )
     axes.set_xlabel("training time (s, wall clock)")
     axes.set_ylabel(scale.label)
-    axes.set_title("Time against quality: up and to the left is better")
+    axes.set_title(f"Time against quality: {'down' if scale.lower_is_better else 'up'} and to the left is better")
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8)
     figure.tight_layout()

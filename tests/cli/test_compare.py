@@ -105,3 +105,23 @@ def test_pareto_labels_overlap_neither_each_other_nor_a_marker(tmp_path, monkeyp
         assert not any(label.overlaps(other) for other in others), axes.texts[index].get_text()
         assert not any(label.contains(x, y) for x, y in markers), axes.texts[index].get_text()
     plt.close(figure)
+
+
+@pytest.mark.parametrize(
+    ("results", "metric", "better"), [("digits_compare", "Accuracy", "up"), ("text_compare", "Perplexity", "down")]
+)
+def test_pareto_title_points_the_way_the_metric_improves(tmp_path, monkeypatch, results, metric, better):
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from composer.cli.compare import points_from_runs, read_runs
+    from composer.cli.compare_report import plot_pareto
+
+    csv = Path(__file__).resolve().parents[2] / "recipes" / "results" / f"{results}.csv"
+    points = points_from_runs(read_runs([csv]), metric)
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)
+    plot_pareto(points, f"{results.split('_')[0]}_baseline", tmp_path / "pareto.png", metric)
+    (figure,) = figures
+    assert figure.axes[0].get_title() == f"Time against quality: {better} and to the left is better"
+    plt.close(figure)

@@ -24,12 +24,32 @@ class MainJob:
     name: str
     results: str  # the run the README's table is (repository path)
     earlier: str  # a glob of the job's other committed runs, which the pages may quote too
+    quoted: int  # at least this many figures the pages quote (the README's table and summary, the runs compared)
 
 
-MAIN_JOBS = [MainJob("digits", "recipes/results/digits_compare.md", "recipes/results/digits_compare*.md")]
+MAIN_JOBS = [
+    MainJob("digits", "recipes/results/digits_compare.md", "recipes/results/digits_compare*.md", quoted=20),
+    MainJob("text", "recipes/results/text_compare.md", "recipes/results/text_compare*.md", quoted=10),
+]
+# The method cards that cite the text job: each card's recipe there.
+TEXT_CARDS = {
+    "alibi": "text_alibi",
+    "seq_length_warmup": "text_alibi_seqwarmup",
+    "gated_linear_units": "text_glu",
+    "factorize": "text_factorize",
+    "ema": "text_ema",
+    "low_precision_layernorm": "text_lowprec_ln",
+}
 # Where the figures are quoted: the README, the home page, the guides and the notes the site shows.
 PAGES = [ROOT / "README.md", ROOT / "recipes" / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 _FIGURE = re.compile(r"(\d+\.\d\d)x \[(\d+\.\d\d), (\d+\.\d\d)\]")  # a speed-up and its interval: 1.78x [1.62, 2.11]
+
+
+def _job_text(job: MainJob, text: str) -> str:
+    """The parts of a page about ``job``: under a heading that names the text job or task, or else the digits job's."""
+    chunks = re.split(r"(?m)^(?=#)", text)
+    about_text = [bool(re.match(r"#+ .*\btext (job|task)\b", chunk, re.I)) for chunk in chunks]
+    return "".join(chunk for chunk, text_part in zip(chunks, about_text) if text_part == (job.name == "text"))
 
 
 def _rows(text: str) -> list[str]:
@@ -101,13 +121,13 @@ def test_every_quoted_speedup_is_a_committed_one_of_the_recipe_it_is_said_of(job
     wrong = []
     checked = 0
     for page in PAGES:
-        for figure, recipe, sentence in _quoted(job, page.read_text()):
+        for figure, recipe, sentence in _quoted(job, _job_text(job, page.read_text())):
             checked += 1
             full = recipe if recipe in _recipes(job) else f"{job.name}_{recipe}"
             allowed = figures.get(full, set()) if recipe else every
             if figure not in allowed:
                 wrong.append(f"{page.relative_to(ROOT)}: {figure} said of {recipe or 'no recipe'}: {sentence[:120]}")
-    assert checked >= 20, "the README quotes the results table: its figures should have been found"
+    assert checked >= job.quoted, "the README quotes the results table: its figures should have been found"
     assert not wrong, f"figures that no committed run of {job.name} has for that recipe:\n" + "\n".join(wrong)
 
 
@@ -115,17 +135,32 @@ def test_every_quoted_speedup_is_a_committed_one_of_the_recipe_it_is_said_of(job
 def test_every_quoted_baseline_best_and_target_is_a_committed_one(job):
     committed = "\n".join(path.read_text() for path in sorted(ROOT.glob(job.earlier)))
     bests = set(re.findall(r"^Baseline best: (\d+\.\d\d)", committed, re.M))
-    targets = set(re.findall(r"^Baseline best: .*Target \(best - [\d.]+\): (\d+\.\d\d)", committed, re.M))
+    targets = set(re.findall(r"^Baseline best: .*Target \(best [-+] [\d.]+\): (\d+\.\d\d)", committed, re.M))
     assert bests and targets, f"{job.earlier}: no 'Baseline best: ... Target (best - ...): ...' lines"
     wrong = []
     for page in PAGES:
-        text = " ".join(page.read_text().split())
+        text = " ".join(_job_text(job, page.read_text()).split())
         wrong += [
             f"{page.relative_to(ROOT)}: best {v}%" for v in re.findall(r"best is (\d+\.\d\d)%", text) if v not in bests
         ]
         quoted = re.findall(r"at (\d+\.\d\d)% \(best - [\d.]+\)", text)
         wrong += [f"{page.relative_to(ROOT)}: target {v}%" for v in quoted if v not in targets]
     assert not wrong, f"figures that no committed run of {job.name} has:\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize("card", sorted(TEXT_CARDS))
+def test_each_language_model_card_cites_its_committed_text_task_figure(card):
+    job = MAIN_JOBS[1]
+    text = (ROOT / "composer" / "algorithms" / card / "README.md").read_text()
+    section = re.search(r"^### On the text task\n(.*?)(?=^#)", text, re.M | re.S)
+    assert section, f"{card}'s card has no '### On the text task' section citing `bash scripts/train text`"
+    assert "bash scripts/train text" in section.group(1), f"{card}'s text-task section does not give the command"
+    recipe = TEXT_CARDS[card]
+    quoted = [figure.group(0) for figure in _FIGURE.finditer(section.group(1))]
+    committed = _figures(job).get(recipe, set())
+    assert quoted, f"{card}'s text-task section quotes no speed-up with its interval (as 1.05x [0.98, 1.10])"
+    wrong = [figure for figure in quoted if figure not in committed]
+    assert not wrong, f"{card}'s card quotes {wrong}, which no committed text run has for {recipe}: {sorted(committed)}"
 
 
 def test_the_figure_check_attributes_figures_to_their_recipe():

@@ -56,6 +56,7 @@ def test_the_recipes_are_there():
     # The text job's (bash scripts/train text): a baseline and one recipe per language-model method.
     assert {
         "text_baseline",
+        "text_alibi",
         "text_alibi_seqwarmup",
         "text_glu",
         "text_factorize",

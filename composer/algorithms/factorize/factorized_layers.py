@@ -165,11 +165,34 @@ class FactorizedLinear(_Factorized):
         Returns:
             FactorizedLinear: The factorized layer.
         """
-        first, second = svd_factors(linear.weight, latent_features)
+        return cls._from_matrix(linear.weight, linear.bias, latent_features)
+
+    @classmethod
+    def from_conv1d(cls, conv1d: nn.Module, latent_features: int) -> FactorizedLinear:
+        """Factorizes a Hugging Face ``transformers`` ``Conv1D`` at rank ``latent_features``, as :meth:`from_linear`.
+
+        ``Conv1D`` is GPT-2's linear layer: it computes ``x @ weight + bias`` with ``weight`` of shape ``(in, out)``,
+        the transpose of a ``Linear``'s.
+
+        Args:
+            conv1d: The layer to factorize (its ``weight`` a matrix ``(in, out)``, its ``bias`` of size ``out``).
+            latent_features: The rank.
+
+        Returns:
+            FactorizedLinear: The factorized layer.
+        """
+        weight, bias = conv1d.weight, conv1d.bias
+        if not isinstance(weight, torch.Tensor) or weight.ndim != 2:
+            raise TypeError(f"from_conv1d needs a layer whose weight is a matrix (in, out); got {conv1d!r}.")
+        return cls._from_matrix(weight.T, bias if isinstance(bias, torch.Tensor) else None, latent_features)
+
+    @classmethod
+    def _from_matrix(cls, weight: torch.Tensor, bias: torch.Tensor | None, latent_features: int) -> FactorizedLinear:
+        first, second = svd_factors(weight, latent_features)
         layer = cls.__new__(cls)  # the constructor's size rule is for new layers; any rank approximates this one
         nn.Module.__init__(layer)
-        layer.in_features, layer.out_features = linear.in_features, linear.out_features
-        layer._install(first, second, linear.bias, linear.bias is not None)
+        layer.out_features, layer.in_features = weight.shape
+        layer._install(first, second, bias, bias is not None)
         return layer
 
     def _latent(self) -> int:
