@@ -11,8 +11,11 @@ classes. A recipe never imports anything itself.
 
 Exit status: 0 on success; 2 for a mistake in the command line or the recipe; 75 (``EX_TEMPFAIL``: run the same
 command again) when a SIGTERM or SIGINT stopped training: the Trainer finished the batch, saved a checkpoint (with
-``save_folder``; the message names it) and raised :class:`~composer.trainer.preemption.Preempted`; 130 for another
-Ctrl-C (outside training, or with ``handle_sigint: false``); 141 when the reader of the output went away.
+``save_folder``; the message names it) and raised :class:`~composer.trainer.preemption.Preempted`; 1, with one line
+naming the shard and the recipe key, when a streamed shard could not be read mid-epoch (a
+:class:`~composer.datasets.streaming.StreamError`: the shard vanished, or the store stayed down past ``retry_budget``;
+fix it and run the same command again, which resumes with ``autoresume``); 130 for another Ctrl-C (outside training, or
+with ``handle_sigint: false``); 141 when the reader of the output went away.
 """
 
 from __future__ import annotations
@@ -26,10 +29,13 @@ from collections.abc import Sequence
 from composer.cli import launch
 from composer.config import ConfigError
 
-__all__ = ["PREEMPTED", "build_parser", "import_modules", "main"]
+__all__ = ["PREEMPTED", "STREAM_FAILED", "build_parser", "import_modules", "main"]
 
 PREEMPTED = 75
 """The exit status of a run stopped by SIGTERM or SIGINT, its checkpoint saved (``EX_TEMPFAIL``: try again)."""
+
+STREAM_FAILED = 1
+"""The exit status of a run stopped mid-epoch because a shard could not be read (the message names it)."""
 
 
 # Subcommand -> module; a module is imported only when its subcommand can run (``launch`` alone skips the models).
@@ -91,6 +97,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if _preempted(error):
             print(f"composer {args.command}: {error}", file=sys.stderr)
             return PREEMPTED
+        if _raised(error, "composer.datasets.streaming", "StreamError"):  # its message names the shard and the key
+            print(f"composer {args.command}: error: {error}", file=sys.stderr)
+            return STREAM_FAILED
         if not isinstance(error, KeyboardInterrupt):
             raise
         print(f"composer {args.command}: interrupted", file=sys.stderr)
@@ -120,10 +129,15 @@ def import_modules(modules: Sequence[str]) -> None:
 
 
 def _preempted(error: BaseException) -> bool:
-    """Whether ``error`` is the Trainer's :class:`~composer.trainer.preemption.Preempted`; looked up only when the
-    Trainer was imported (importing it here would import torch for every command)."""
-    preemption = sys.modules.get("composer.trainer.preemption")
-    return preemption is not None and isinstance(error, preemption.Preempted)
+    """Whether ``error`` is the Trainer's :class:`~composer.trainer.preemption.Preempted`."""
+    return _raised(error, "composer.trainer.preemption", "Preempted")
+
+
+def _raised(error: BaseException, module: str, name: str) -> bool:
+    """Whether ``error`` is ``module``'s exception ``name``; looked up only when the module was imported (importing
+    it here would import torch for every command)."""
+    loaded = sys.modules.get(module)
+    return loaded is not None and isinstance(error, getattr(loaded, name))
 
 
 if __name__ == "__main__":

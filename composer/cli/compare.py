@@ -28,7 +28,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from composer.cli.compare_evals import EVAL_ALSO_HELP, evaluate_also, format_evaluations, parse_eval_also, throughput
+from composer.cli.compare_evals import (
+    EVAL_ALSO_HELP,
+    evaluate_also,
+    format_evaluations,
+    mean_tokens_per_s,
+    parse_eval_also,
+    throughput,
+)
 from composer.cli.compare_report import format_outliers, format_table, plot_pareto
 from composer.cli.frontier import Point
 from composer.cli.outliers import DEFAULT_FACTOR, RunTime, duration_amount, find_outliers, is_outlier
@@ -392,6 +399,7 @@ def _results(args: argparse.Namespace, points: Any, runs: Any, passes_label: str
         confidence=args.confidence,
         resamples=args.resamples,
         passes_label=passes_label,
+        tokens_per_s=mean_tokens_per_s(runs),
     )
     outliers = format_outliers(runs, args.metric, args.outlier_factor)
     return f"{table}\n\n{outliers}" if outliers else table

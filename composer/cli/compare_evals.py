@@ -16,7 +16,14 @@ from typing import Any
 
 from composer.config import ConfigError, load_recipe
 
-__all__ = ["EVAL_ALSO_HELP", "evaluate_also", "format_evaluations", "parse_eval_also", "throughput"]
+__all__ = [
+    "EVAL_ALSO_HELP",
+    "evaluate_also",
+    "format_evaluations",
+    "mean_tokens_per_s",
+    "parse_eval_also",
+    "throughput",
+]
 
 EVAL_ALSO_HELP = (
     "evaluate each trained model once more on its eval_dataset with these overrides, recorded as METRIC@LABEL "
@@ -74,6 +81,22 @@ def throughput(trainer: Any, seconds: float) -> dict[str, float]:
     """``{'tokens_per_s': ...}`` of a fit that took ``seconds``, or nothing when its batches counted no tokens."""
     tokens = int(trainer.state.timer.token)
     return {"tokens_per_s": tokens / seconds} if tokens and seconds > 0 else {}
+
+
+def mean_tokens_per_s(runs: Sequence[dict[str, Any]]) -> dict[tuple[str, str], float]:
+    """Each (recipe, duration)'s mean training tokens per second over its kept runs (outliers left out); empty when
+    no run counted tokens.
+
+    Example:
+        >>> runs = [{"recipe": "a", "duration": "9ba", "tokens_per_s": rate, "status": "ok"} for rate in (90, "110")]
+        >>> mean_tokens_per_s(runs)
+        {('a', '9ba'): 100.0}
+    """
+    rates: dict[tuple[str, str], list[float]] = {}
+    for run in runs:
+        if run.get("status", "ok") != "outlier" and _is_number(run.get("tokens_per_s")):
+            rates.setdefault((run["recipe"], run["duration"]), []).append(float(run["tokens_per_s"]))
+    return {key: sum(values) / len(values) for key, values in rates.items()}
 
 
 def _mean(values: Sequence[Any]) -> str:

@@ -8,7 +8,7 @@ lists the runs that :mod:`composer.cli.outliers` set apart; :func:`plot_pareto` 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +108,7 @@ def format_table(
     resamples: int = 2000,
     seed: int = 0,
     passes_label: str | None = None,
+    tokens_per_s: Mapping[tuple[str, str], float] | None = None,
 ) -> str:
     """The comparison as a Markdown table, then the speed-up of each recipe at the baseline's best accuracy.
 
@@ -130,6 +131,8 @@ def format_table(
         resamples: The bootstrap's resamples.
         seed: Seeds the bootstrap's draws.
         passes_label: What the passes are, for the method line (default: ``'<n> seeds'``).
+        tokens_per_s: Each (recipe, duration)'s training tokens per second, shown in a column after the time when
+            given (language models; :func:`~composer.cli.compare_evals.mean_tokens_per_s` reads it from the runs).
 
     Example:
         >>> points = [Point("base", "2ep", [2.0], [0.90]), Point("base", "4ep", [4.0], [0.98]),
@@ -159,7 +162,9 @@ def format_table(
     intervals = bootstrap_intervals(passes, resampled, keys, resamples=resamples, confidence=confidence, seed=seed)
     interval = (lambda key: None) if intervals is None else intervals.get
 
-    lines = [f"| recipe | duration | time (s) | {scale.label} | speed-up |", "|---|---|---|---|---|"]
+    rates = dict(tokens_per_s or {})
+    header = ["recipe", "duration", "time (s)", *(["tokens/s"] if rates else []), scale.label, "speed-up"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for p in points:
         key = (p.recipe, p.duration)
         shown = "frontier" if key in measured.on_frontier else _with_interval(str(measured.rows[key]), interval(key))
@@ -168,7 +173,8 @@ def format_table(
             value = f"{scale.show(p.value):.2f} ± {scale.show(p.value_std):.2f}"
         else:  # one run: no spread to show
             time, value = f"{p.time:.2f}", f"{scale.show(p.value):.2f}"
-        lines.append(f"| {p.recipe} | {p.duration} | {time} | {value} | {shown} |")
+        rate = [f"{rates[key]:,.0f}" if key in rates else ""] if rates else []
+        lines.append("| " + " | ".join([p.recipe, p.duration, time, *rate, value, shown]) + " |")
     best = measured.best
     sign = "+" if scale.lower_is_better else "-"
     lines += [

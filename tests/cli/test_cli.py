@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from composer.cli.__main__ import main
+from composer.cli.__main__ import STREAM_FAILED, main
 from composer.config import REGISTRIES, load_recipe
 from tests.cli.recipes import IMAGE_RECIPE, write_recipe
 from tests.datasets.cifar_archive import write_cifar_archive
@@ -195,3 +195,24 @@ def test_train_evaluates_after_fit_when_fit_did_not_end_with_an_evaluation(tmp_p
     captured = capsys.readouterr()
     assert len([line for line in captured.err.splitlines() if line.startswith("Eval")]) == 1
     assert captured.out.splitlines()[0].startswith("metrics/eval/Accuracy: ")
+
+
+def test_a_shard_unreadable_mid_epoch_ends_composer_train_with_one_line_and_status_1(tmp_path, capsys, monkeypatch):
+    from composer.datasets.streaming import stream_error
+    from composer.trainer import Trainer
+
+    worker_failure = OSError("Traceback (most recent call last):\n  ...\nFileNotFoundError: chunk-0-5.bin is gone")
+
+    def fail(self, *args, **kwargs):  # what StreamLoader raises when a worker cannot read a shard
+        raise stream_error(
+            worker_failure, "train_dataset.streaming.path", "s3://b/p", ["chunk-0-4.bin", "chunk-0-5.bin"]
+        )
+
+    monkeypatch.setattr(Trainer, "fit", fail)
+    assert main(["train", "-f", str(write_recipe(tmp_path))]) == STREAM_FAILED == 1
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "composer train: error: train_dataset.streaming.path: reading shard chunk-0-5.bin of s3://b/p failed "
+        "(FileNotFoundError: chunk-0-5.bin is gone); the run stops there."
+    )
+    assert err.count("\n") == 1 and "Traceback" not in err

@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from composer.cli.__main__ import main
 from composer.cli.compare import measure_metrics
-from composer.cli.compare_evals import format_evaluations, parse_eval_also
+from composer.cli.compare_evals import format_evaluations, mean_tokens_per_s, parse_eval_also
+from composer.cli.compare_report import format_table
+from composer.cli.frontier import Point
 from composer.config import ConfigError
 
 RECIPES = Path(__file__).parents[2] / "recipes"
@@ -58,3 +61,28 @@ def test_evaluations_average_the_kept_runs_in_the_runs_order():
     rows = format_evaluations(runs, "Accuracy").splitlines()
     assert rows[0] == "| recipe | duration | Accuracy | CrossEntropy | tokens/s |"
     assert rows[2:] == ["| a | 1ep | 1 | 2 | 12,345 |", "| a | 2ep | 4 | 8 | 12,345 |", "| a | 3ep | 3 | 6 | 12,345 |"]
+
+
+def test_the_compare_table_shows_the_mean_tokens_per_second_of_the_kept_runs(tmp_path, capsys):
+    rates = {("text_baseline", "2ba"): [900.0, 1100.0], ("text_baseline", "4ba"): [800.0, 1000.0]}
+    rates[("text_glu", "2ba")] = [2000.0, 3000.0]
+    rows = ["recipe,duration,seed,repeat,seconds,Perplexity,status,tokens_per_s"]
+    for (recipe, duration), pair in rates.items():
+        for seed, rate in enumerate(pair):
+            seconds, perplexity = (2.0, 9.0) if duration == "2ba" and recipe == "text_baseline" else (4.0, 6.0)
+            rows.append(f"{recipe},{duration},{seed},0,{seconds + seed / 10},{perplexity},ok,{rate}")
+    rows.append("text_glu,2ba,0,0,40.0,6.0,outlier,5.0")  # an outlier's rate is left out of the mean
+    (tmp_path / "runs.csv").write_text("\n".join(rows) + "\n")
+    args = ["compare", "-b", str(RECIPES / "text_baseline.yaml"), "--metric", "Perplexity", "--tolerance", "0.05"]
+    assert main([*args, "--report", str(tmp_path / "runs.csv")]) == 0
+    table = [line for line in capsys.readouterr().out.split("Evaluations")[0].splitlines() if line.startswith("|")]
+    assert table[0] == "| recipe | duration | time (s) | tokens/s | Perplexity | speed-up |"
+    cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in table[2:]]
+    assert {(recipe, duration): rate for recipe, duration, _, rate, *_ in cells} == {
+        ("text_baseline", "2ba"): "1,000",
+        ("text_baseline", "4ba"): "900",
+        ("text_glu", "2ba"): "2,500",
+    }
+    assert mean_tokens_per_s([{"recipe": "a", "duration": "1ep", "tokens_per_s": ""}]) == {}  # none counted
+    points = [Point("a", "1ep", [1.0], [0.9]), Point("a", "2ep", [2.0], [0.95])]
+    assert format_table(points, "a").splitlines()[0] == "| recipe | duration | time (s) | Accuracy (%) | speed-up |"
