@@ -43,6 +43,7 @@ from composer.config import ConfigError, load_recipe
 
 __all__ = [
     "add_parser",
+    "durations_of",
     "format_outliers",
     "format_table",
     "measure",
@@ -132,6 +133,52 @@ def _metric(results: Mapping[str, Any], metric: str) -> float:
     return float(results[metric])
 
 
+def durations_of(
+    recipes: Sequence[Path], recipe_durations: Sequence[str] | None, overrides: Sequence[str] = ()
+) -> dict[Path, list[str]]:
+    """The durations each recipe is trained for: ``recipe_durations`` (``--recipe-durations``) read per recipe.
+
+    An entry ``NAME=T1,T2`` gives the durations of the recipe whose file is ``NAME.yaml``; a bare duration is for every
+    recipe no entry names. A recipe given neither is trained at its own ``max_duration``.
+
+    Raises:
+        ConfigError: At ``--recipe-durations``, for a name that is no recipe's, a recipe named twice or given no time.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> recipe = "model: {mlp: {in_features: 4}}\\ntrain_dataset: {digits: {}}\\ntrain_batch_size: 8\\nmax_duration: 9ba"
+        >>> for name in ("a", "b"):
+        ...     _ = (folder / f"{name}.yaml").write_text(recipe)
+        >>> recipes = [folder / "a.yaml", folder / "b.yaml"]
+        >>> [d for d in durations_of(recipes, ["b=2ba,4ba"]).values()]
+        [['9ba'], ['2ba', '4ba']]
+        >>> [d for d in durations_of(recipes, ["3ba", "a=1ba"]).values()]
+        [['1ba'], ['3ba']]
+    """
+    names = {_recipe_name(recipe): recipe for recipe in recipes}
+    shared = [entry for entry in recipe_durations or () if "=" not in entry]
+    named: dict[str, list[str]] = {}
+    for entry in recipe_durations or ():
+        if "=" not in entry:
+            continue
+        name, _, durations = entry.partition("=")
+        if name not in names or name in named or not durations.strip(","):
+            problem = (
+                "names no recipe" if name not in names else "names a recipe twice" if name in named else "gives no time"
+            )
+            raise ConfigError(
+                "--recipe-durations",
+                f"{entry!r} {problem}; give NAME=TIME,TIME once for a recipe (NAME: its file name without .yaml; "
+                f"the recipes are {sorted(names)}), or bare durations for every recipe.",
+            )
+        named[name] = [d for d in durations.split(",") if d]
+    return {
+        recipe: named.get(name) or shared or [str(load_recipe(recipe, overrides).max_duration)]
+        for name, recipe in names.items()
+    }
+
+
 def run_compare(
     baseline: Path,
     recipes: Sequence[Path],
@@ -155,7 +202,8 @@ def run_compare(
         baseline: The baseline recipe.
         recipes: The recipes to compare against it.
         baseline_durations: The durations that trace the baseline's frontier.
-        recipe_durations: Durations for the other recipes; None runs each at its own ``max_duration``.
+        recipe_durations: Durations for the other recipes (:func:`durations_of`: ``'900ba'`` for every recipe,
+            ``'NAME=700ba,900ba'`` for one); None runs each at its own ``max_duration``.
         seeds: The seeds of every point.
         metric: The evaluation metric.
         overrides: ``key=value`` overrides applied to every recipe.
@@ -176,9 +224,8 @@ def run_compare(
     if repeats < 1:
         raise ConfigError("--repeats", f"must be at least 1, got {repeats}.")
     plan: list[tuple[Path, str]] = [(baseline, d) for d in baseline_durations]
-    for recipe in recipes:
-        own = [str(load_recipe(recipe, overrides).max_duration)] if recipe_durations is None else recipe_durations
-        plan += [(recipe, d) for d in own]
+    for recipe, durations in durations_of(recipes, recipe_durations, overrides).items():
+        plan += [(recipe, d) for d in durations]
     # Check every recipe before spending time on runs: a mistake in the last one should not wait for the first.
     for recipe, duration in plan:
         load_recipe(recipe, [*overrides, f"max_duration={duration}"])
@@ -472,7 +519,10 @@ def add_parser(subparsers: Any) -> None:
         "--baseline-durations", nargs="+", metavar="TIME", help="durations of the baseline frontier (required to train)"
     )
     parser.add_argument(
-        "--recipe-durations", nargs="+", metavar="TIME", help="durations of each recipe (default: its max_duration)"
+        "--recipe-durations",
+        nargs="+",
+        metavar="TIME",
+        help="durations of each recipe, or NAME=TIME,TIME of one (default: its max_duration)",
     )
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="seeds of every point (default 0 1 2)")
     parser.add_argument(

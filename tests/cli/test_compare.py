@@ -31,6 +31,20 @@ def test_compare_writes_the_table_and_a_png(tmp_path, capsys):
     assert len(csv_lines) == 1 + 3 * 2
 
 
+def test_recipe_durations_give_one_recipe_its_own_durations(tmp_path, capsys):
+    baseline = write_recipe(tmp_path, "base")
+    smoothed = write_recipe(tmp_path, "smoothed", "algorithms: {label_smoothing: {alpha: 0.1}}\n")
+    plain = write_recipe(tmp_path, "plain")  # its own max_duration: 2ba
+    argv = ["compare", "-b", str(baseline), str(smoothed), str(plain), "--baseline-durations", "1ba", "--seeds", "0"]
+    out = tmp_path / "out"
+    assert main([*argv, "--recipe-durations", "smoothed=1ba,3ba", "--out", str(out), "--threads", "1"]) == 0
+    rows = [line.split(" | ")[:2] for line in (out / "compare.md").read_text().splitlines()[2:] if line[:2] == "| "]
+    assert rows == [["| base", "1ba"], ["| smoothed", "1ba"], ["| smoothed", "3ba"], ["| plain", "2ba"]]
+    for wrong, problem in [("nothing=1ba", "names no recipe"), ("plain=", "gives no time")]:
+        assert main([*argv, "--recipe-durations", wrong, "--out", str(out)]) == 2
+        assert f"--recipe-durations: {wrong!r} {problem}; give NAME=TIME,TIME once" in capsys.readouterr().err
+
+
 def test_compare_reports_mistakes_with_exit_2(tmp_path, capsys):
     baseline = write_recipe(tmp_path, "base")
     no_eval = tmp_path / "no_eval.yaml"

@@ -59,6 +59,7 @@ def test_the_recipes_are_there():
         "text_alibi",
         "text_alibi_seqwarmup",
         "text_glu",
+        "text_glu_alibi",
         "text_factorize",
         "text_ema",
         "text_lowprec_ln",
