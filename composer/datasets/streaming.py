@@ -8,7 +8,8 @@ which each downloads itself: nothing passes through rank 0.
 
 The store is reached with the checkpoints' ``storage_options`` (:class:`~composer.utils.object_store.StorageOptions`):
 the same endpoint and profile, credentials from the standard AWS chain, and requests bounded by the same
-``retry_budget`` (each waits at most ``retry_budget / 8`` seconds, 1 to 60, and is sent at most 3 times). They are
+``retry_budget``: a chunk's download, which boto3's transfer manager tries up to 5 times, ends within about a quarter
+of it (each request waits at most ``retry_budget / 40`` seconds, 1 to 60, and is sent at most 3 times). They are
 handed to LitData's client as arguments; no environment variable is set. Downloaded shards are kept in the options'
 ``local_folder`` (default: a folder per bucket and prefix under the system's temporary folder).
 
@@ -56,6 +57,7 @@ from composer.utils.object_store.url import ObjectStoreURL, parse_location
 __all__ = [
     "CHECKSUMS",
     "INDEX",
+    "TRANSFER_ATTEMPTS",
     "StreamError",
     "StreamLoader",
     "StreamingShards",
@@ -79,17 +81,24 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+TRANSFER_ATTEMPTS = 5
+"""How many times boto3's transfer manager (``TransferConfig.num_download_attempts``, its default, which LitData's
+chunk downloads use) tries to download a chunk."""
+
+
 def litdata_storage_options(options: StorageOptions) -> tuple[dict[str, Any], dict[str, Any]]:
     """LitData's ``storage_options`` (boto3 client arguments) and ``session_options`` for the checkpoints' options.
 
     Example:
         >>> client, session = litdata_storage_options(StorageOptions(endpoint_url="http://127.0.0.1:5000"))
         >>> client["endpoint_url"], client["config"].connect_timeout, session
-        ('http://127.0.0.1:5000', 15.0, {})
+        ('http://127.0.0.1:5000', 3.0, {})
     """
     from botocore.config import Config
 
-    timeout, attempts = request_limits(options.retry_budget)
+    # LitData downloads a chunk with boto3's transfer manager, which tries a download up to TRANSFER_ATTEMPTS times,
+    # each a request under these limits: the requests share the budget, so that a chunk fails within it.
+    timeout, attempts = request_limits(options.retry_budget / TRANSFER_ATTEMPTS)
     config = Config(
         retries={"mode": "standard", "total_max_attempts": attempts},
         connect_timeout=timeout,
