@@ -99,6 +99,29 @@ def _with_interval(text: str, interval: Interval | None) -> str:
     return text if interval is None else f"{text} {interval}"
 
 
+def _point_rows(
+    points: Sequence[Point],
+    measured: _Reading,
+    scale: _Scale,
+    interval: Any,
+    rates: Mapping[tuple[str, str], float],
+) -> list[str]:
+    """The table's header and one row per point: time, tokens/s (when ``rates``), the metric, the speed-up."""
+    header = ["recipe", "duration", "time (s)", *(["tokens/s"] if rates else []), scale.label, "speed-up"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for p in points:
+        key = (p.recipe, p.duration)
+        shown = "frontier" if key in measured.on_frontier else _with_interval(str(measured.rows[key]), interval(key))
+        if len(p.times) > 1:
+            time = f"{p.time:.2f} ± {p.time_std:.2f}"
+            value = f"{scale.show(p.value):.2f} ± {scale.show(p.value_std):.2f}"
+        else:  # one run: no spread to show
+            time, value = f"{p.time:.2f}", f"{scale.show(p.value):.2f}"
+        rate = [f"{rates[key]:,.0f}" if key in rates else ""] if rates else []
+        lines.append("| " + " | ".join([p.recipe, p.duration, time, *rate, value, shown]) + " |")
+    return lines
+
+
 def format_table(
     points: Sequence[Point],
     baseline: str,
@@ -162,19 +185,7 @@ def format_table(
     intervals = bootstrap_intervals(passes, resampled, keys, resamples=resamples, confidence=confidence, seed=seed)
     interval = (lambda key: None) if intervals is None else intervals.get
 
-    rates = dict(tokens_per_s or {})
-    header = ["recipe", "duration", "time (s)", *(["tokens/s"] if rates else []), scale.label, "speed-up"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for p in points:
-        key = (p.recipe, p.duration)
-        shown = "frontier" if key in measured.on_frontier else _with_interval(str(measured.rows[key]), interval(key))
-        if len(p.times) > 1:
-            time = f"{p.time:.2f} ± {p.time_std:.2f}"
-            value = f"{scale.show(p.value):.2f} ± {scale.show(p.value_std):.2f}"
-        else:  # one run: no spread to show
-            time, value = f"{p.time:.2f}", f"{scale.show(p.value):.2f}"
-        rate = [f"{rates[key]:,.0f}" if key in rates else ""] if rates else []
-        lines.append("| " + " | ".join([p.recipe, p.duration, time, *rate, value, shown]) + " |")
+    lines = _point_rows(points, measured, scale, interval, dict(tokens_per_s or {}))
     best = measured.best
     sign = "+" if scale.lower_is_better else "-"
     lines += [
