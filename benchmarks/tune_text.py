@@ -49,10 +49,9 @@ SEARCH_BATCHES = 1200  # every trial sees 1,200 batches of 32 samples (at half o
 SEARCH_BATCH_SIZE = 32
 
 
-def trial_overrides(recipe: Path, trial: dict[str, Any]) -> tuple[str, list[str]]:
-    """The duration and the overrides of one trial of ``recipe``: ``SEARCH_BATCHES`` batches of ``SEARCH_BATCH_SIZE``
-    samples, in batches of the trial's size (the recipe's own duration and batch size are not used: its tuned ones)."""
-    del recipe
+def trial_overrides(trial: dict[str, Any]) -> tuple[str, list[str]]:
+    """The duration and the overrides of one trial: ``SEARCH_BATCHES`` batches of ``SEARCH_BATCH_SIZE`` samples, in
+    batches of the trial's size (a recipe's own duration and batch size are not used: they are its tuned ones)."""
     scale = trial["batch_size"] / SEARCH_BATCH_SIZE
     batches = SEARCH_BATCHES
     overrides = [
@@ -68,7 +67,7 @@ def trial_overrides(recipe: Path, trial: dict[str, Any]) -> tuple[str, list[str]
 
 def run_trial(recipe: Path, trial: dict[str, Any], seed: int, log: Path) -> dict[str, Any]:
     """Trains one trial and appends its result to ``log``."""
-    duration, overrides = trial_overrides(recipe, trial)
+    duration, overrides = trial_overrides(trial)
     seconds, metrics = measure_metrics(recipe, duration, seed, overrides, metric="Perplexity")
     row = {
         "recipe": recipe.stem,

@@ -40,9 +40,11 @@ def test_recipe_durations_give_one_recipe_its_own_durations(tmp_path, capsys):
     assert main([*argv, "--recipe-durations", "smoothed=1ba,3ba", "--out", str(out), "--threads", "1"]) == 0
     rows = [line.split(" | ")[:2] for line in (out / "compare.md").read_text().splitlines()[2:] if line[:2] == "| "]
     assert rows == [["| base", "1ba"], ["| smoothed", "1ba"], ["| smoothed", "3ba"], ["| plain", "2ba"]]
-    for wrong, problem in [("nothing=1ba", "names no recipe"), ("plain=", "gives no time")]:
-        assert main([*argv, "--recipe-durations", wrong, "--out", str(out)]) == 2
-        assert f"--recipe-durations: {wrong!r} {problem}; give NAME=TIME,TIME once" in capsys.readouterr().err
+    mistakes = [(["nothing=1ba"], "names no recipe"), (["plain="], "gives no time")]
+    mistakes.append((["plain=1ba", "plain=2ba"], "names a recipe twice"))
+    for entries, problem in mistakes:
+        assert main([*argv, "--recipe-durations", *entries, "--out", str(out)]) == 2
+        assert f"--recipe-durations: {entries[-1]!r} {problem}; give NAME=TIME,TIME once" in capsys.readouterr().err
 
 
 def test_compare_reports_mistakes_with_exit_2(tmp_path, capsys):
